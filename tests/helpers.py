@@ -1,0 +1,39 @@
+"""Shared test helpers: small manifests with real audio files, written into a temporary folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import soundfile
+
+from ticktock.manifest import Session, Turn, Word, write_manifest
+
+TOOL = {"name": "track_order", "description": "Track an order", "parameters": {"type": "object"}}
+
+
+def speech_like(duration_s: float, spans: list[tuple[float, float]], seed: int, rate: int = 16_000) -> np.ndarray:
+    """Low noise everywhere, louder band-limited noise bursts inside ``spans`` (a stand-in for speech)."""
+    rng = np.random.default_rng(seed)
+    audio = rng.normal(0, 0.001, int(duration_s * rate)).astype(np.float32)
+    for start, end in spans:
+        a, b = int(start * rate), int(end * rate)
+        burst = rng.normal(0, 0.2, b - a).astype(np.float32)
+        audio[a:b] += np.convolve(burst, np.ones(8) / 8, mode="same").astype(np.float32)
+    return audio
+
+
+def write_sessions(folder: Path, count: int = 3, duration_s: float = 6.4, rate: int = 16_000, task: str = "fdb_v3") -> Path:
+    """A manifest of ``count`` sessions with one user turn each; returns the manifest path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "audio").mkdir(exist_ok=True)
+    sessions = []
+    for i in range(count):
+        start, end = 1.0 + 0.3 * i, 2.6 + 0.3 * i
+        words = (Word("where", start, start + 0.5), Word("is", start + 0.6, start + 0.9), Word("it", start + 1.0, end))
+        turn = Turn("user", "request", "where is it", start, end, words, True)
+        path = folder / "audio" / f"s{i}.flac"
+        soundfile.write(path, speech_like(duration_s, [(start, end)], seed=i, rate=rate), rate)
+        sessions.append(Session(f"s{i}", task, path, duration_s, tools=(TOOL,), turns=(turn,),
+                                expected={"reference_answer": "it", "answer_aliases": [], "tool_calls": []}))
+    return write_manifest(folder / "manifest.jsonl", sessions)

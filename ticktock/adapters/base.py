@@ -1,0 +1,286 @@
+"""The model adapter contract: the one seam every chunk-interleaved full-duplex model plugs into.
+
+A session is one causal sequence. Every chunk of audio appends a *unit* (MiniCPM-o 4.5 / Gander layout)::
+
+    <unit> [audio embeddings] [<tool_response> ... </tool_response>]   <- known inputs of the chunk
+    <|listen|>                                                          <- listen unit
+    <|speak|> t1 .. tK [<|turn_eos|>] <|chunk_eos|>                     <- speak unit (K <= max_text_tokens)
+    <|backchannel|> t1 .. tK <|chunk_eos|>                              <- backchannel unit
+    <|interrupt|>                                                       <- control-only unit
+    <tool_call> {json} </tool_call> <|chunk_eos|>                       <- tool unit (no decision token)
+    </unit>
+
+The first generated token is the *decision*; a chunk's output ends with a terminator
+(``<|listen|>``, ``<|interrupt|>`` or ``<|chunk_eos|>``). Convention used by every decoder: the last
+committed token of a chunk and ``</unit>`` are fed at the start of the next chunk's prefill forward (as the
+MiniCPM-o runtime defers them), so autoregressive decoding spends exactly one post-audio forward per
+generated token (#MAT = 1.00).
+
+Example of one AR chunk (cache holds everything before ``<|chunk_eos|>`` of the previous chunk)::
+
+    forward([<|chunk_eos|>, </unit>, <unit>] + audio[10])  -> <|speak|>
+    forward([<|speak|>])                                    -> "Paris"
+    forward(["Paris"])                                      -> <|chunk_eos|>   (3 forwards, 3 tokens)
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+KINDS = ("listen", "speak", "backchannel", "interrupt", "tool", "other")
+
+
+@dataclass(frozen=True)
+class UnitProtocol:
+    """Token ids and limits of the unit protocol, plus the decoding grammar shared by every decoder.
+
+    ``allowed(prefix)`` gives the tokens the model may emit after ``prefix`` (the tokens already
+    committed in this chunk): ``("only", ids)`` or ``("except", ids)``. The grammar is a pure function of
+    the in-chunk prefix, so draft positions are masked exactly as AR positions are (lossless).
+
+    Example::
+
+        >>> p = UnitProtocol(unit_open=1, unit_close=2, listen=3, speak=4, chunk_eos=5, turn_eos=6,
+        ...                  max_text_tokens=2)
+        >>> p.allowed([])[0], sorted(p.allowed([])[1])
+        ('only', [3, 4])
+        >>> p.allowed([4, 10, 11])
+        ('only', frozenset({5, 6}))
+    """
+
+    unit_open: int
+    unit_close: int
+    listen: int
+    speak: int
+    chunk_eos: int
+    turn_eos: int
+    backchannel: int | None = None
+    interrupt: int | None = None
+    tool_call_open: int | None = None
+    tool_call_close: int | None = None
+    tool_response_open: int | None = None
+    tool_response_close: int | None = None
+    max_text_tokens: int = 8  # K: lexical tokens per speak/backchannel unit
+    max_tool_tokens: int = 96  # tokens in a tool unit, terminator included
+    max_tool_calls: int = 4
+    extra_forbidden: tuple[int, ...] = ()  # e.g. <|im_start|>, padding: never generated
+
+    @property
+    def decisions(self) -> tuple[int, ...]:
+        ids = (self.listen, self.speak, self.backchannel, self.interrupt)
+        return tuple(i for i in ids if i is not None)
+
+    @property
+    def terminators(self) -> frozenset[int]:
+        return frozenset(i for i in (self.listen, self.interrupt, self.chunk_eos) if i is not None)
+
+    @property
+    def max_tokens_per_chunk(self) -> int:
+        return max(self.max_text_tokens + 3, self.max_tool_tokens)
+
+    def structural(self) -> frozenset[int]:
+        """Tokens that never appear inside a unit's content."""
+        ids = (
+            *self.decisions,
+            self.unit_open,
+            self.unit_close,
+            self.tool_call_open,
+            self.tool_call_close,
+            self.tool_response_open,
+            self.tool_response_close,
+            *self.extra_forbidden,
+        )
+        return frozenset(i for i in ids if i is not None)
+
+    def kind_of(self, tokens: Sequence[int]) -> str:
+        """Chunk kind from its first output token."""
+        if not tokens:
+            return "other"
+        first = tokens[0]
+        names = {
+            self.listen: "listen",
+            self.speak: "speak",
+            self.backchannel: "backchannel",
+            self.interrupt: "interrupt",
+            self.tool_call_open: "tool",
+        }
+        names.pop(None, None)
+        return names.get(first, "other")
+
+    def is_done(self, tokens: Sequence[int]) -> bool:
+        """True when a chunk's committed output is complete."""
+        return bool(tokens) and (tokens[-1] in self.terminators or len(tokens) >= self.max_tokens_per_chunk)
+
+    def allowed(self, prefix: Sequence[int], tools_enabled: bool = True) -> tuple[str, frozenset[int]]:
+        if not prefix:
+            first = set(self.decisions)
+            if tools_enabled and self.tool_call_open is not None:
+                first.add(self.tool_call_open)
+            return "only", frozenset(first)
+        if prefix[0] == self.tool_call_open:
+            return self._allowed_in_tool_unit(prefix)
+        return self._allowed_in_text_unit(prefix)
+
+    def _allowed_in_text_unit(self, prefix: Sequence[int]) -> tuple[str, frozenset[int]]:
+        if self.turn_eos in prefix:
+            return "only", frozenset({self.chunk_eos})
+        if len(prefix) - 1 >= self.max_text_tokens:
+            return "only", frozenset({self.turn_eos, self.chunk_eos})
+        return "except", self.structural()
+
+    def _allowed_in_tool_unit(self, prefix: Sequence[int]) -> tuple[str, frozenset[int]]:
+        if len(prefix) >= self.max_tool_tokens - 1:
+            return "only", frozenset({self.chunk_eos})
+        calls_closed = sum(1 for t in prefix if t == self.tool_call_close)
+        calls_open = sum(1 for t in prefix if t == self.tool_call_open)
+        if calls_open > calls_closed:  # inside a call: JSON text, or the closing tag
+            forbidden = (self.structural() - {self.tool_call_close}) | {self.chunk_eos, self.turn_eos}
+            return "except", frozenset(forbidden)
+        if calls_closed >= self.max_tool_calls:
+            return "only", frozenset({self.chunk_eos})
+        return "only", frozenset({self.chunk_eos, self.tool_call_open})
+
+
+@dataclass(frozen=True)
+class TreeLayout:
+    """Attention layout of a forward's query tokens: each query sees the whole cache, itself and its
+    ancestors (``parents[i]`` is the index of query i's parent within this forward, -1 for none).
+    Position of query i = cache length + depth(i). A plain chain is ``parents = [-1, 0, 1, ...]``.
+
+    Example: a prefill of 2 tokens followed by two one-token branches::
+
+        >>> TreeLayout((-1, 0, 1, 1)).depths()
+        [0, 1, 2, 2]
+    """
+
+    parents: tuple[int, ...]
+
+    def __post_init__(self):
+        for i, p in enumerate(self.parents):
+            if not -1 <= p < i:
+                raise ValueError(f"TreeLayout: parent of node {i} must come before it, got {p}")
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    def depths(self) -> list[int]:
+        depths: list[int] = []
+        for p in self.parents:
+            depths.append(0 if p < 0 else depths[p] + 1)
+        return depths
+
+    def ancestors(self) -> list[list[int]]:
+        """ancestors()[i] lists the nodes query i attends to within the forward (itself included)."""
+        result: list[list[int]] = []
+        for i, p in enumerate(self.parents):
+            result.append(([] if p < 0 else result[p]) + [i])
+        return result
+
+    @staticmethod
+    def chain(n: int) -> "TreeLayout":
+        return TreeLayout(tuple(range(-1, n - 1)))
+
+
+@dataclass
+class AdapterState:
+    """What ``snapshot`` captured: the KV length and the streaming state beside it."""
+
+    cache_length: int
+    frontend_state: Any = None
+    extra: dict = field(default_factory=dict)
+
+
+Segment = Any  # list[int] of token ids, or an adapter-specific block of audio embeddings
+
+
+class ModelAdapter(ABC):
+    """A chunk-interleaved full-duplex speech LM behind one interface.
+
+    Lifecycle per session: ``start_session`` once, then per chunk ``encode_audio`` (advances the streaming
+    front-end) and any number of ``forward`` calls; ``snapshot``/``restore`` roll the whole model state
+    (KV cache and front-end) back exactly; ``keep`` compacts the cache after a tree verification.
+
+    Example (greedy AR on one chunk; see ``ticktock.decoders.ar`` for the real loop)::
+
+        adapter.start_session(system_prompt=None, tools=[])
+        audio = adapter.encode_audio(samples_16k)            # 1 s of audio -> e.g. 10 embeddings
+        logits = adapter.forward([[p.unit_open], audio])     # [Q, V] for the query tokens
+        first = int(logits[-1].argmax())
+    """
+
+    name: str = "adapter"
+    protocol: UnitProtocol
+    sample_rate: int = 16_000
+
+    @abstractmethod
+    def start_session(self, system_prompt: str | None, tools: Sequence[dict]) -> list[int]:
+        """Reset all state and prefill the system prompt (and tool schemas); return the prompt's token ids."""
+
+    @abstractmethod
+    def encode_audio(self, samples) -> Segment:
+        """Encode one chunk of 16 kHz float32 audio; advances the streaming front-end."""
+
+    @abstractmethod
+    def peek_audio(self, samples) -> Segment:
+        """Encode as ``encode_audio`` would now, without advancing the front-end (for hypotheses)."""
+
+    @abstractmethod
+    def forward(self, segments: Sequence[Segment], tree: TreeLayout | None = None, logits_from: int = 0):
+        """Append the segments to the cache in one forward; return float32 logits [Q - logits_from, V]."""
+
+    @property
+    @abstractmethod
+    def cache_length(self) -> int:
+        """Number of positions in the KV cache."""
+
+    @abstractmethod
+    def snapshot(self) -> AdapterState: ...
+
+    @abstractmethod
+    def restore(self, state: AdapterState) -> None:
+        """Return to ``state`` exactly. Valid while the cache prefix up to its length is unchanged."""
+
+    @abstractmethod
+    def keep(self, start: int, indices: Sequence[int]) -> None:
+        """Keep cache[:start] followed by cache[start + i] for i in indices (tree compaction)."""
+
+    @abstractmethod
+    def encode_text(self, text: str) -> list[int]: ...
+
+    @abstractmethod
+    def decode_tokens(self, ids: Sequence[int]) -> str: ...
+
+    def segment_length(self, segment: Segment) -> int:
+        return len(segment)
+
+    def tool_response_tokens(self, text: str) -> list[int]:
+        """Token ids of an injected tool response: <tool_response>\\n{text}\\n</tool_response>."""
+        p = self.protocol
+        if p.tool_response_open is None or p.tool_response_close is None:
+            raise ValueError(f"model {self.name} has no tool-response tokens")
+        return [p.tool_response_open, *self.encode_text("\n" + text + "\n"), p.tool_response_close]
+
+    def tool_call_texts(self, tokens: Sequence[int]) -> list[str]:
+        """The text inside each <tool_call> ... </tool_call> span of a chunk's output."""
+        p = self.protocol
+        texts, current = [], None
+        for token in tokens:
+            if token == p.tool_call_open:
+                current = []
+            elif token == p.tool_call_close and current is not None:
+                texts.append(self.decode_tokens(current).strip())
+                current = None
+            elif current is not None:
+                current.append(token)
+        if current is not None:  # cut by the token cap
+            texts.append(self.decode_tokens(current).strip())
+        return texts
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (CUDA); a no-op on CPU."""
+
+    def describe(self) -> dict:
+        """Facts for run.json: name, parameters, dtype, device, attention implementation."""
+        return {"name": self.name}

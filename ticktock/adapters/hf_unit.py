@@ -1,0 +1,229 @@
+"""Generic adapter for Hugging Face causal LMs that speak the MiniCPM-o unit protocol.
+
+The LLM is any ``transformers`` causal LM that accepts ``inputs_embeds`` (Llama, Qwen3, ...). Audio goes
+through a streaming front-end (``ticktock.adapters.frontends``) straight into ``inputs_embeds``; no
+placeholder ids enter the cache, as in MiniCPM-o's streaming runtime. The KV cache is a plain
+``DynamicCache``; positions are always passed explicitly (cache length + depth), so rollback is a crop.
+
+Example::
+
+    >>> from ticktock.adapters.fixture import build_fixture_adapter
+    >>> adapter = build_fixture_adapter(seed=0)
+    >>> adapter.start_session(None, [])
+    >>> audio = adapter.encode_audio(np.zeros(16000, dtype=np.float32))
+    >>> logits = adapter.forward([[adapter.protocol.unit_open], audio])
+    >>> logits.shape[0]                                              # 1 + 10 query positions
+    11
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ticktock.adapters.base import AdapterState, ModelAdapter, TreeLayout, UnitProtocol
+
+# Special tokens of the unit protocol, by UnitProtocol field (MiniCPM-o 4.5 / Gander names).
+PROTOCOL_TOKENS = {
+    "unit_open": "<unit>",
+    "unit_close": "</unit>",
+    "listen": "<|listen|>",
+    "speak": "<|speak|>",
+    "backchannel": "<|backchannel|>",
+    "interrupt": "<|interrupt|>",
+    "chunk_eos": "<|chunk_eos|>",
+    "turn_eos": "<|turn_eos|>",
+    "tool_call_open": "<tool_call>",
+    "tool_call_close": "</tool_call>",
+    "tool_response_open": "<tool_response>",
+    "tool_response_close": "</tool_response>",
+}
+DEFAULT_PROMPT_TEMPLATE = "<|im_start|>system\n{system}{tools}<|im_end|>\n"
+DEFAULT_SYSTEM_PROMPT = "You are a helpful voice assistant. Listen, and answer when the user is done."
+
+
+def protocol_from_tokenizer(tokenizer, **limits) -> UnitProtocol:
+    """Resolve the unit-protocol token ids from a tokenizer's added tokens.
+
+    Optional tokens (backchannel, interrupt, tool tokens) become None when the vocabulary lacks them.
+    """
+    vocab = tokenizer.get_vocab()
+    ids = {field: vocab.get(token) for field, token in PROTOCOL_TOKENS.items()}
+    missing = [PROTOCOL_TOKENS[f] for f in ("unit_open", "unit_close", "listen", "speak", "chunk_eos", "turn_eos") if ids[f] is None]
+    if missing:
+        raise ValueError(f"tokenizer lacks the unit-protocol tokens {missing}")
+    extra = tuple(vocab[t] for t in ("<|im_start|>", "<|im_end|>", "<|pad|>") if t in vocab)
+    return UnitProtocol(**ids, extra_forbidden=extra, **limits)
+
+
+def render_tools(tools: Sequence[dict]) -> str:
+    """Tool schemas as Gander puts them in the system prompt: \\n\\n<tools>\\n[compact JSON]\\n</tools>."""
+    if not tools:
+        return ""
+    return "\n\n<tools>\n" + json.dumps(list(tools), separators=(",", ":"), ensure_ascii=False) + "\n</tools>"
+
+
+class HFUnitAdapter(ModelAdapter):
+    """A transformers causal LM + streaming audio front-end + tokenizer, on one DynamicCache."""
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        frontend,
+        protocol: UnitProtocol,
+        name: str,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
+        tools_in_prompt: bool = True,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.frontend = frontend.eval()
+        self.protocol = protocol
+        self.name = name
+        self.system_prompt = system_prompt
+        self.prompt_template = prompt_template
+        self.tools_in_prompt = tools_in_prompt
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self._embed = model.get_input_embeddings()
+        self.cache = None
+        self.frontend_state = None
+
+    # -------------------------------------------------------------------------------------- session
+
+    def prompt_text(self, system_prompt: str | None, tools: Sequence[dict]) -> str:
+        tools_text = render_tools(tools) if self.tools_in_prompt else ""
+        return self.prompt_template.format(system=system_prompt or self.system_prompt, tools=tools_text)
+
+    @torch.inference_mode()
+    def start_session(self, system_prompt: str | None, tools: Sequence[dict]) -> list[int]:
+        from transformers import DynamicCache
+
+        self.cache = DynamicCache(config=self.model.config)
+        self.frontend_state = self.frontend.initial_state()
+        prompt = self.encode_text(self.prompt_text(system_prompt, tools))
+        if prompt:
+            self.forward([prompt], logits_from=len(prompt))
+        return prompt
+
+    # ---------------------------------------------------------------------------------------- audio
+
+    @torch.inference_mode()
+    def _encode(self, samples) -> tuple[torch.Tensor, object]:
+        audio = torch.as_tensor(np.asarray(samples, dtype=np.float32))
+        embeds, state = self.frontend.encode(audio, self.frontend_state)
+        return embeds.to(device=self.device, dtype=self.dtype), state
+
+    def encode_audio(self, samples) -> torch.Tensor:
+        embeds, self.frontend_state = self._encode(samples)
+        return embeds
+
+    def peek_audio(self, samples) -> torch.Tensor:
+        return self._encode(samples)[0]
+
+    # ------------------------------------------------------------------------------------------ LLM
+
+    def segment_length(self, segment) -> int:
+        return int(segment.shape[0]) if isinstance(segment, torch.Tensor) else len(segment)
+
+    def _embed_segments(self, segments) -> torch.Tensor:
+        parts = []
+        for segment in segments:
+            if isinstance(segment, torch.Tensor):
+                parts.append(segment)
+            elif len(segment):
+                ids = torch.as_tensor(list(segment), dtype=torch.long, device=self.device)
+                parts.append(self._embed(ids))
+        return torch.cat(parts, dim=0)
+
+    def _tree_inputs(self, tree: TreeLayout | None, length: int, start: int):
+        """Explicit position ids, and the 4D additive mask for trees (None = causal chain)."""
+        if tree is None:
+            positions = torch.arange(start, start + length, device=self.device)
+            return positions[None], None
+        if len(tree) != length:
+            raise ValueError(f"tree has {len(tree)} nodes but the forward has {length} query tokens")
+        positions = start + torch.as_tensor(tree.depths(), device=self.device)
+        visible = torch.zeros(length, length, dtype=torch.bool)
+        for i, nodes in enumerate(tree.ancestors()):
+            visible[i, nodes] = True
+        mask = torch.zeros(1, 1, length, start + length, dtype=self.dtype, device=self.device)
+        mask[..., start:] = torch.where(visible, 0.0, torch.finfo(self.dtype).min).to(device=self.device, dtype=self.dtype)
+        return positions[None], mask
+
+    @torch.inference_mode()
+    def forward(self, segments, tree: TreeLayout | None = None, logits_from: int = 0) -> torch.Tensor:
+        embeds = self._embed_segments(segments)
+        length = embeds.shape[0]
+        positions, mask = self._tree_inputs(tree, length, self.cache_length)
+        keep = max(length - logits_from, 1)
+        out = self.model(
+            inputs_embeds=embeds[None],
+            cache=self.cache,
+            position_ids=positions,
+            attention_mask=mask,
+            use_cache=True,
+            logits_to_keep=keep,
+        )
+        return out.logits[0, -keep:].float() if logits_from < length else out.logits[0, :0].float()
+
+    @property
+    def cache_length(self) -> int:
+        return 0 if self.cache is None else self.cache.get_seq_length()
+
+    def snapshot(self) -> AdapterState:
+        return AdapterState(self.cache_length, self.frontend_state)
+
+    def restore(self, state: AdapterState) -> None:
+        self._truncate(state.cache_length)
+        self.frontend_state = state.frontend_state
+
+    def _truncate(self, length: int) -> None:
+        extra = self.cache_length - length
+        if extra < 0:
+            raise ValueError(f"cannot restore a cache of length {length}: it now holds only {self.cache_length}")
+        if extra:
+            self.cache.crop(-extra)
+
+    def keep(self, start: int, indices: Sequence[int]) -> None:
+        indices = list(indices)
+        if indices == list(range(len(indices))):
+            self._truncate(start + len(indices))
+            return
+        index = start + torch.as_tensor(indices, device=self.device)
+        for layer in self.cache.layers:
+            layer.keys = torch.cat([layer.keys[..., :start, :], layer.keys.index_select(-2, index)], dim=-2)
+            layer.values = torch.cat([layer.values[..., :start, :], layer.values.index_select(-2, index)], dim=-2)
+
+    # ----------------------------------------------------------------------------------------- text
+
+    def encode_text(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode_tokens(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def describe(self) -> dict:
+        config = self.model.config
+        return {
+            "name": self.name,
+            "architecture": type(self.model).__name__,
+            "parameters": sum(p.numel() for p in self.model.parameters())
+            + sum(p.numel() for p in self.frontend.parameters()),
+            "hidden_size": config.hidden_size,
+            "num_layers": config.num_hidden_layers,
+            "vocab_size": config.vocab_size,
+            "dtype": str(self.dtype).replace("torch.", ""),
+            "device": str(self.device),
+            "attn_implementation": config._attn_implementation,
+            "audio_embeds_per_second": self.frontend.embeds_per_second,
+        }

@@ -1,0 +1,1 @@
+"""Deadline clocks: how long post-audio and idle-window work takes (never by sleeping)."""

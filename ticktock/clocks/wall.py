@@ -1,0 +1,37 @@
+"""Wall clock: ``time.perf_counter`` with device synchronisation around the work (CUDA)."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from ticktock.clocks.base import Clock, Stopwatch
+
+
+class WallStopwatch(Stopwatch):
+    def __init__(self, synchronize: Callable[[], None]):
+        self.synchronize = synchronize
+        synchronize()
+        self.start = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        self.synchronize()
+        return (time.perf_counter() - self.start) * 1000.0
+
+    def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
+        return wall_ms
+
+    def charge_encode(self, wall_ms: float) -> float:
+        return wall_ms
+
+
+class WallClock(Clock):
+    """Measured time on this machine. ``synchronize`` is the adapter's device barrier."""
+
+    name = "wall"
+
+    def __init__(self, synchronize: Callable[[], None] | None = None):
+        self.synchronize = synchronize or (lambda: None)
+
+    def stopwatch(self) -> WallStopwatch:
+        return WallStopwatch(self.synchronize)

@@ -1,0 +1,342 @@
+"""Session manifests: the versioned JSONL format that every replay starts from.
+
+One line of a manifest is one recorded session. Format version 1 (``"schema_version": 1``):
+
+.. code-block:: json
+
+    {"schema_version": 1,
+     "session_id": "fdb_v3-0003",                 # unique within the manifest
+     "task": "fdb_v3",                            # task type (see TASK_TYPES; free string allowed)
+     "audio": "audio/fdb_v3-0003.flac",           # relative to the manifest file (absolute also accepted)
+     "duration_s": 21.4,                          # length of the audio in seconds
+     "chunk_s": 1.0,                              # chunk duration D (default 1.0)
+     "first_chunk_s": null,                       # optional longer first chunk (MiniCPM-o: 1.035)
+     "system_prompt": null,                       # optional; null = the model's default prompt
+     "tools": [{"name": "search_flights", "description": "...", "parameters": {...}}],
+     "turns": [{"speaker": "user", "role": "request", "text": "Find me a flight to Tokyo.",
+                "start_s": 1.6, "end_s": 3.1, "expects_response": true,
+                "words": [{"text": "Find", "start_s": 1.6, "end_s": 1.85}, ...]}],
+     "expected": {"reference_answer": null, "answer_aliases": [],
+                  "tool_calls": [{"function": "search_flights", "args": {"destination": "Tokyo"}}],
+                  "script": [...], "behaviour": {...}},
+     "provenance": {"source": "ticktock-synth", "seed": 7}}
+
+Turns: ``speaker`` is ``"user"`` (the person talking to the model) or ``"other"`` (a second voice in the
+room). ``role`` says what the turn is for (``request``, ``statement``, ``backchannel``, ``interruption``,
+``side_talk``, ``background``, ...). ``words`` may be empty when the source has no word timings; then
+``user_speaking`` falls back to the turn span. ``expected`` and ``provenance`` are free-form objects
+whose listed keys are type-checked when present.
+
+Example::
+
+    >>> sessions = load_manifest("manifests/ticktock-mini/manifest.jsonl")   # doctest: +SKIP
+    >>> s = sessions[0]
+    >>> [c.end_s for c in s.chunk_spans()][:3]                                # doctest: +SKIP
+    [1.0, 2.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA_VERSION = 1
+
+TASK_TYPES = (
+    "llama_questions",
+    "web_questions",
+    "trivia_qa",
+    "alpaca_eval",
+    "big_bench_audio",
+    "fdb_v1",
+    "fdb_v1_5",
+    "fdb_v3",
+)
+SPEAKERS = ("user", "other")
+
+
+class ManifestError(ValueError):
+    """A manifest line is malformed. The message names the file, the line and the field."""
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
+class Turn:
+    speaker: str
+    role: str
+    text: str
+    start_s: float
+    end_s: float
+    words: tuple[Word, ...] = ()
+    expects_response: bool = False
+
+    def speech_spans(self) -> list[tuple[float, float]]:
+        """Spans with speech: the words when timed, else the whole turn."""
+        if self.words:
+            return [(w.start_s, w.end_s) for w in self.words]
+        return [(self.start_s, self.end_s)]
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """One chunk of a session: audio [start_s, end_s); it arrives (is complete) at end_s."""
+
+    index: int
+    start_s: float
+    end_s: float
+    user_speaking: bool
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    task: str
+    audio_path: Path
+    duration_s: float
+    chunk_s: float = 1.0
+    first_chunk_s: float | None = None
+    system_prompt: str | None = None
+    tools: tuple[dict, ...] = ()
+    turns: tuple[Turn, ...] = ()
+    expected: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    manifest_path: Path | None = None
+
+    def chunk_spans(self) -> list[ChunkSpan]:
+        """Cut the session into chunks; a final partial chunk is kept (the adapter zero-pads it)."""
+        edges = [0.0]
+        first = self.first_chunk_s or self.chunk_s
+        edge = first
+        while True:
+            edges.append(edge)
+            if edge >= self.duration_s - 1e-9:
+                break
+            edge += self.chunk_s
+        spans = self.user_speech_spans()
+        return [
+            ChunkSpan(i, a, b, any(s < b and e > a for s, e in spans))
+            for i, (a, b) in enumerate(zip(edges[:-1], edges[1:]))
+        ]
+
+    def user_speech_spans(self) -> list[tuple[float, float]]:
+        return [span for t in self.turns if t.speaker == "user" for span in t.speech_spans()]
+
+    def to_json(self) -> dict:
+        """The manifest line for this session (audio path relative to ``manifest_path``'s folder)."""
+        audio = self.audio_path
+        if self.manifest_path is not None:
+            audio = Path(os.path.relpath(self.audio_path, self.manifest_path.parent))
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "session_id": self.session_id,
+            "task": self.task,
+            "audio": audio.as_posix(),
+            "duration_s": self.duration_s,
+            "chunk_s": self.chunk_s,
+            "first_chunk_s": self.first_chunk_s,
+            "system_prompt": self.system_prompt,
+            "tools": list(self.tools),
+            "turns": [_turn_json(t) for t in self.turns],
+            "expected": self.expected,
+            "provenance": self.provenance,
+        }
+
+
+def _turn_json(turn: Turn) -> dict:
+    data = asdict(turn)
+    data["words"] = [asdict(w) for w in turn.words]
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+class _Line:
+    """Field access for one manifest line that reports errors with file, line and field."""
+
+    def __init__(self, data: Any, where: str):
+        if not isinstance(data, dict):
+            raise ManifestError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        self.data = data
+        self.where = where
+
+    def fail(self, name: str, problem: str) -> ManifestError:
+        return ManifestError(f"{self.where}: field '{name}': {problem}")
+
+    def get(self, name: str, kind: type | tuple, default: Any = ..., data: dict | None = None) -> Any:
+        data = self.data if data is None else data
+        if name not in data or data[name] is None:
+            if default is ...:
+                raise self.fail(name, "missing")
+            return default
+        value = data[name]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind in (int, float) and isinstance(value, bool)):
+            wanted = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            raise self.fail(name, f"expected {wanted}, got {type(value).__name__} {value!r:.60}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(name, f"not a finite number: {value}")
+        return value
+
+
+def parse_session(data: Any, where: str, base_dir: Path) -> Session:
+    """Validate one decoded manifest line. ``where`` is "file:line" for error messages."""
+    line = _Line(data, where)
+    version = line.get("schema_version", int)
+    if version != SCHEMA_VERSION:
+        raise line.fail("schema_version", f"unsupported version {version} (this TickTock reads {SCHEMA_VERSION})")
+    session_id = line.get("session_id", str)
+    if not session_id.strip():
+        raise line.fail("session_id", "empty")
+    task = line.get("task", str)
+    audio = line.get("audio", str)
+    duration = line.get("duration_s", float)
+    if duration <= 0:
+        raise line.fail("duration_s", f"must be > 0, got {duration}")
+    chunk_s = line.get("chunk_s", float, 1.0)
+    if chunk_s <= 0:
+        raise line.fail("chunk_s", f"must be > 0, got {chunk_s}")
+    first = line.get("first_chunk_s", float, None)
+    if first is not None and first < chunk_s:
+        raise line.fail("first_chunk_s", f"must be >= chunk_s ({chunk_s}), got {first}")
+    tools = line.get("tools", list, [])
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            raise line.fail(f"tools[{i}]", "expected an object with a string 'name'")
+    turns = tuple(_parse_turn(line, i, t, duration) for i, t in enumerate(line.get("turns", list, [])))
+    expected = line.get("expected", dict, {})
+    _check_expected(line, expected)
+    return Session(
+        session_id=session_id,
+        task=task,
+        audio_path=(base_dir / audio),
+        duration_s=duration,
+        chunk_s=chunk_s,
+        first_chunk_s=first,
+        system_prompt=line.get("system_prompt", str, None),
+        tools=tuple(tools),
+        turns=turns,
+        expected=expected,
+        provenance=line.get("provenance", dict, {}),
+    )
+
+
+def _parse_turn(line: _Line, i: int, data: Any, duration: float) -> Turn:
+    name = f"turns[{i}]"
+    if not isinstance(data, dict):
+        raise line.fail(name, "expected an object")
+    speaker = line.get("speaker", str, data=data)
+    if speaker not in SPEAKERS:
+        raise line.fail(f"{name}.speaker", f"expected one of {SPEAKERS}, got {speaker!r}")
+    start = line.get("start_s", float, data=data)
+    end = line.get("end_s", float, data=data)
+    if not 0 <= start <= end <= duration + 1e-6:
+        raise line.fail(f"{name}.start_s/end_s", f"need 0 <= start <= end <= duration ({duration}), got {start}, {end}")
+    words = []
+    previous = start
+    for j, w in enumerate(line.get("words", list, [], data=data)):
+        where = f"{name}.words[{j}]"
+        if not isinstance(w, dict):
+            raise line.fail(where, "expected an object")
+        try:
+            word = Word(str(w["text"]), float(w["start_s"]), float(w["end_s"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise line.fail(where, f"needs text, start_s, end_s ({err})") from None
+        if not (previous - 1e-6 <= word.start_s <= word.end_s <= end + 1e-6):
+            raise line.fail(where, f"timing {word.start_s}-{word.end_s} is not monotonic inside the turn {start}-{end}")
+        previous = word.start_s
+        words.append(word)
+    return Turn(
+        speaker=speaker,
+        role=line.get("role", str, "statement", data=data),
+        text=line.get("text", str, "", data=data),
+        start_s=start,
+        end_s=end,
+        words=tuple(words),
+        expects_response=line.get("expects_response", bool, False, data=data),
+    )
+
+
+def _check_expected(line: _Line, expected: dict) -> None:
+    line.get("reference_answer", str, None, data=expected)
+    aliases = line.get("answer_aliases", list, [], data=expected)
+    if not all(isinstance(a, str) for a in aliases):
+        raise line.fail("expected.answer_aliases", "expected a list of strings")
+    for i, call in enumerate(line.get("tool_calls", list, [], data=expected)):
+        if not (isinstance(call, dict) and isinstance(call.get("function"), str) and isinstance(call.get("args"), dict)):
+            raise line.fail(f"expected.tool_calls[{i}]", 'expected {"function": str, "args": {...}}')
+
+
+def load_manifest(path: str | os.PathLike, tasks: Iterable[str] | None = None) -> list[Session]:
+    """Read and validate a whole manifest before any work starts.
+
+    Raises ManifestError naming file, line and field on the first bad line, and on duplicate ids.
+    ``tasks`` keeps only sessions of those task types (None keeps all).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ManifestError(f"{path}: manifest not found")
+    wanted = set(tasks) if tasks is not None else None
+    sessions: list[Session] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ManifestError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
+            session = parse_session(data, where, path.parent)
+            if session.session_id in seen:
+                raise ManifestError(
+                    f"{where}: field 'session_id': duplicate id {session.session_id!r} (first on line {seen[session.session_id]})"
+                )
+            seen[session.session_id] = number
+            if wanted is None or session.task in wanted:
+                sessions.append(_with_manifest(session, path))
+    return sessions
+
+
+def _with_manifest(session: Session, path: Path) -> Session:
+    return replace(session, manifest_path=path)
+
+
+def write_manifest(path: str | os.PathLike, sessions: Iterable[Session]) -> Path:
+    """Write sessions as JSONL atomically (temp file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for session in sessions:
+        lines.append(json.dumps(replace(session, manifest_path=path).to_json(), ensure_ascii=False, sort_keys=False))
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+    return path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a text file so that readers see either the old or the new content, never a partial one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

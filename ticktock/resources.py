@@ -1,0 +1,33 @@
+"""Files that ship with TickTock (configs, cost profiles, the mini corpus, the embedded model).
+
+They live at the top of the source checkout (``configs/``, ``manifests/``) and are installed as package
+data under ``ticktock/`` by a non-editable install; ``resource_path`` finds them either way.
+
+Example::
+
+    >>> resource_path("configs/run.yaml").is_file()
+    True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def resource_path(relative: str) -> Path:
+    """Absolute path of a shipped file, e.g. ``configs/profiles/a100-8b-derived.yaml``."""
+    top, _, rest = relative.partition("/")
+    installed = PACKAGE_DIR / top
+    if installed.is_dir():
+        return installed / rest
+    return PACKAGE_DIR.parent / top / rest
+
+
+def register_resolver() -> None:
+    """Make ``${ticktock_resource:configs/...}`` available in Hydra/OmegaConf configs."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("ticktock_resource"):
+        OmegaConf.register_new_resolver("ticktock_resource", lambda relative: str(resource_path(relative)))

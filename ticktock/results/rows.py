@@ -1,0 +1,161 @@
+"""Turn a replayed session (``engine.SessionTrace``) into rows of the three result tables.
+
+Onset: a speak chunk starts a model turn when the chunk before it was not a speak chunk or ended the
+turn (``<|turn_eos|>``); its ``response_ms`` is the turn's response onset latency. Tool-call latency is
+``response_ms`` of every chunk whose decision is a tool call.
+
+Example::
+
+    >>> onset_flags(["listen", "speak", "speak", "listen", "speak"], [False, False, True, False, False])
+    [False, True, False, False, True]
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from statistics import mean
+
+from ticktock.results.schema import DIAGNOSTIC_COLUMNS
+
+
+def onset_flags(kinds: list[str], ends_turn: list[bool]) -> list[bool]:
+    flags = []
+    for i, kind in enumerate(kinds):
+        previous_open = i > 0 and kinds[i - 1] == "speak" and not ends_turn[i - 1]
+        flags.append(kind == "speak" and not previous_open)
+    return flags
+
+
+def _mean(values: list[float]) -> float | None:
+    return mean(values) if values else None
+
+
+def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
+    session = trace.session
+    protocol = adapter.protocol
+    kinds = [c.kind for c in trace.chunks]
+    ends = [protocol.turn_eos in c.output for c in trace.chunks]
+    onsets = onset_flags(kinds, ends)
+    post_forwards = _count_forwards(trace.forwards, "post_audio")
+    draft_forwards = _count_forwards(trace.forwards, "draft")
+    idle_tokens = _idle_tokens(trace.forwards)
+    rows = []
+    for chunk, onset, ends_turn in zip(trace.chunks, onsets, ends):
+        index = chunk.span.index
+        diagnostics = chunk.counters.diagnostics
+        rows.append(
+            {
+                **identity,
+                "task": session.task,
+                "session_id": session.session_id,
+                "chunk_index": index,
+                "start_s": chunk.span.start_s,
+                "arrival_s": chunk.span.end_s,
+                "user_speaking": chunk.span.user_speaking,
+                "kind": chunk.kind,
+                "num_output_tokens": len(chunk.output),
+                "output_token_ids": list(chunk.output),
+                "output_text": adapter.decode_tokens(chunk.output),
+                "ends_turn": ends_turn,
+                "is_onset": onset,
+                "injected_text": chunk.injected.text,
+                "tool_calls_json": json.dumps(chunk.calls) if chunk.calls else "",
+                "num_post_audio_forwards": post_forwards.get(index, 0),
+                "post_audio_ms": chunk.timing.latency_ms,
+                "post_audio_wall_ms": chunk.post_audio_wall_ms,
+                "carried_ms": chunk.carried_ms,
+                "lag_before_ms": chunk.timing.lag_before_ms,
+                "lag_ms": chunk.timing.lag_ms,
+                "response_ms": chunk.timing.response_ms,
+                "missed_deadline": chunk.timing.missed_deadline,
+                "idle_budget_ms": chunk.idle_budget_ms,
+                "idle_used_ms": chunk.idle_used_ms,
+                "idle_wall_ms": chunk.idle_wall_ms,
+                "num_draft_forwards": draft_forwards.get(index, 0),
+                "num_idle_draft_tokens": idle_tokens.get(index, 0),
+                "num_draft_tokens": chunk.counters.num_draft_tokens,
+                "num_accepted_draft_tokens": chunk.counters.num_accepted_draft_tokens,
+                **{name: diagnostics.get(name) for name in DIAGNOSTIC_COLUMNS},
+            }
+        )
+    return rows
+
+
+def _count_forwards(forwards, phase: str) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for record in forwards:
+        if record.phase == phase:
+            counts[record.chunk_index] = counts.get(record.chunk_index, 0) + 1
+    return counts
+
+
+def _idle_tokens(forwards) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for record in forwards:
+        if record.phase == "draft":
+            counts[record.chunk_index] = counts.get(record.chunk_index, 0) + record.query_tokens
+    return counts
+
+
+def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:
+    session = trace.session
+    lags = [c["lag_ms"] for c in chunks]
+    onsets = [c["response_ms"] for c in chunks if c["is_onset"]]
+    tools = [c["response_ms"] for c in chunks if c["kind"] == "tool"]
+    speech = [adapter.decode_tokens(_lexical(c["output_token_ids"], adapter.protocol)) for c in chunks if c["kind"] == "speak"]
+    calls = [call for c in trace.chunks for call in c.calls]
+    return {
+        **identity,
+        "task": session.task,
+        "session_id": session.session_id,
+        "num_chunks": len(chunks),
+        "duration_s": session.duration_s,
+        "max_lag_ms": max(lags, default=0.0),
+        "mean_lag_ms": _mean(lags) or 0.0,
+        "num_missed_deadlines": sum(c["missed_deadline"] for c in chunks),
+        "onset_latencies_ms": onsets,
+        "mean_onset_ms": _mean(onsets),
+        "tool_call_latencies_ms": tools,
+        "mean_tool_call_ms": _mean(tools),
+        "speech_text": " ".join(s.strip() for s in speech if s.strip()),
+        "tool_calls_json": json.dumps(calls),
+        "expected_json": json.dumps(session.expected, sort_keys=True),
+        "turns_json": json.dumps([_turn_summary(t) for t in session.turns]),
+        "replay_wall_s": trace.wall_s,
+    }
+
+
+def _lexical(tokens: list[int], protocol) -> list[int]:
+    skip = protocol.structural() | {protocol.chunk_eos, protocol.turn_eos}
+    return [t for t in tokens if t not in skip]
+
+
+def _turn_summary(turn) -> dict:
+    data = asdict(turn)
+    data.pop("words")
+    return data
+
+
+def forward_rows(trace, run_id: str) -> list[dict]:
+    rows, counters = [], {}
+    for record in trace.forwards:
+        key = (record.chunk_index, record.phase)
+        counters[key] = counters.get(key, -1) + 1
+        rows.append(
+            {
+                "run_id": run_id,
+                "session_id": trace.session.session_id,
+                "chunk_index": record.chunk_index,
+                "phase": record.phase,
+                "forward_index": counters[key],
+                "query_tokens": record.query_tokens,
+                "context_tokens": record.context_tokens,
+                "tokens_committed": record.tokens_committed,
+                "draft_tokens": record.draft_tokens,
+                "tree": record.tree,
+                "wall_ms": record.wall_ms,
+                "charged_ms": record.charged_ms,
+            }
+        )
+    return rows

@@ -1,0 +1,117 @@
+"""The result tables of a run, declared once with a version: chunks, sessions and forwards.
+
+Every row carries the run's identity (run_id, model, decoder, clock) so tables never parse file names.
+Times are milliseconds on the run's clock (``*_ms``) unless the name says ``wall``.
+
+chunks.parquet, one row per session chunk:
+    post_audio_ms       l_t: clock time from the chunk's arrival to its last token, incl. carried_ms
+    post_audio_wall_ms  measured wall time of the post-audio work itself (any clock)
+    carried_ms          idle-window overrun (drafting for this chunk) carried into l_t
+    lag_before_ms       b_{t-1};  lag_ms: b_t;  response_ms: b_{t-1} + l_t
+    missed_deadline     b_{t-1} + l_t > D
+    idle_budget_ms      the idle window AFTER this chunk; idle_used_ms / idle_wall_ms: work done in it
+    num_draft_forwards  idle-window forwards that drafted THIS chunk (phase "draft")
+    num_draft_tokens    draft tokens offered in this chunk's post-audio forwards; num_accepted_draft_tokens
+    draft_source ...    decoder diagnostics (null when the decoder has none)
+
+forwards.parquet, one row per target forward (phase "post_audio" or "draft"; draft rows are attributed
+to the chunk they draft).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+IDENTITY = [
+    pa.field("run_id", pa.string()),
+    pa.field("model", pa.string()),
+    pa.field("decoder", pa.string()),
+    pa.field("clock", pa.string()),
+]
+
+CHUNKS = pa.schema(
+    IDENTITY
+    + [
+        pa.field("task", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("chunk_index", pa.int32()),
+        pa.field("start_s", pa.float64()),
+        pa.field("arrival_s", pa.float64()),
+        pa.field("user_speaking", pa.bool_()),
+        pa.field("kind", pa.string()),
+        pa.field("num_output_tokens", pa.int32()),
+        pa.field("output_token_ids", pa.list_(pa.int32())),
+        pa.field("output_text", pa.string()),
+        pa.field("ends_turn", pa.bool_()),
+        pa.field("is_onset", pa.bool_()),
+        pa.field("injected_text", pa.string()),
+        pa.field("tool_calls_json", pa.string()),
+        pa.field("num_post_audio_forwards", pa.int32()),
+        pa.field("post_audio_ms", pa.float64()),
+        pa.field("post_audio_wall_ms", pa.float64()),
+        pa.field("carried_ms", pa.float64()),
+        pa.field("lag_before_ms", pa.float64()),
+        pa.field("lag_ms", pa.float64()),
+        pa.field("response_ms", pa.float64()),
+        pa.field("missed_deadline", pa.bool_()),
+        pa.field("idle_budget_ms", pa.float64()),
+        pa.field("idle_used_ms", pa.float64()),
+        pa.field("idle_wall_ms", pa.float64()),
+        pa.field("num_draft_forwards", pa.int32()),
+        pa.field("num_idle_draft_tokens", pa.int32()),
+        pa.field("num_draft_tokens", pa.int32()),
+        pa.field("num_accepted_draft_tokens", pa.int32()),
+        pa.field("draft_source", pa.string()),
+        pa.field("draft_full_match", pa.bool_()),
+        pa.field("first_token_changed", pa.bool_()),
+        pa.field("pool_hits", pa.int32()),
+    ]
+)
+
+SESSIONS = pa.schema(
+    IDENTITY
+    + [
+        pa.field("task", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("num_chunks", pa.int32()),
+        pa.field("duration_s", pa.float64()),
+        pa.field("max_lag_ms", pa.float64()),
+        pa.field("mean_lag_ms", pa.float64()),
+        pa.field("num_missed_deadlines", pa.int32()),
+        pa.field("onset_latencies_ms", pa.list_(pa.float64())),
+        pa.field("mean_onset_ms", pa.float64()),
+        pa.field("tool_call_latencies_ms", pa.list_(pa.float64())),
+        pa.field("mean_tool_call_ms", pa.float64()),
+        pa.field("speech_text", pa.string()),
+        pa.field("tool_calls_json", pa.string()),
+        pa.field("expected_json", pa.string()),
+        pa.field("turns_json", pa.string()),
+        pa.field("replay_wall_s", pa.float64()),
+    ]
+)
+
+FORWARDS = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("chunk_index", pa.int32()),
+        pa.field("phase", pa.string()),
+        pa.field("forward_index", pa.int32()),
+        pa.field("query_tokens", pa.int32()),
+        pa.field("context_tokens", pa.int32()),
+        pa.field("tokens_committed", pa.int32()),
+        pa.field("draft_tokens", pa.int32()),
+        pa.field("tree", pa.bool_()),
+        pa.field("wall_ms", pa.float64()),
+        pa.field("charged_ms", pa.float64()),
+    ]
+)
+
+TABLES = {"chunks": CHUNKS, "sessions": SESSIONS, "forwards": FORWARDS}
+DIAGNOSTIC_COLUMNS = ("draft_source", "draft_full_match", "first_token_changed", "pool_hits")
+
+
+def with_version(schema: pa.Schema) -> pa.Schema:
+    return schema.with_metadata({b"ticktock_schema_version": str(SCHEMA_VERSION).encode()})

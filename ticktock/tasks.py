@@ -1,0 +1,49 @@
+"""Tasks: which sessions a run replays, and who answers the model's tool calls.
+
+A task config names one or more session manifests, an optional filter on task types, and an optional
+tool executor (``_target_`` of a class with ``respond(call) -> str``). Example ``configs/task/fdb_v3.yaml``::
+
+    name: fdb_v3
+    _target_: ticktock.tasks.ManifestTask
+    manifest: ${ticktock_resource:manifests/ticktock-mini/manifest.jsonl}
+    tasks: [fdb_v3]
+    tool_executor: {_target_: ticktock.mock_tools.MockToolExecutor}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from ticktock.injection import ToolCallInjector, ToolExecutor
+from ticktock.manifest import ManifestError, Session, load_manifest
+
+
+class ManifestTask:
+    def __init__(
+        self,
+        manifest: str | Sequence[str],
+        name: str = "task",
+        tasks: Sequence[str] | None = None,
+        tool_executor: ToolExecutor | None = None,
+    ):
+        self.name = name
+        self.manifests = [Path(manifest)] if isinstance(manifest, (str, Path)) else [Path(m) for m in manifest]
+        self.tasks = list(tasks) if tasks is not None else None
+        self.tool_executor = tool_executor
+
+    def sessions(self) -> list[Session]:
+        """All sessions of all manifests, validated before any work starts; ids must be unique."""
+        sessions: list[Session] = []
+        for manifest in self.manifests:
+            sessions += load_manifest(manifest, self.tasks)
+        ids = [s.session_id for s in sessions]
+        if len(set(ids)) != len(ids):
+            duplicate = next(i for i in ids if ids.count(i) > 1)
+            raise ManifestError(f"task {self.name}: session id {duplicate!r} appears in more than one manifest")
+        if not sessions:
+            raise ManifestError(f"task {self.name}: no sessions (task filter {self.tasks}) in {[str(m) for m in self.manifests]}")
+        return sessions
+
+    def injector(self) -> ToolCallInjector:
+        return ToolCallInjector(self.tool_executor)
