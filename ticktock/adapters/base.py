@@ -252,6 +252,11 @@ class ModelAdapter(ABC):
     @abstractmethod
     def decode_tokens(self, ids: Sequence[int]) -> str: ...
 
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Number of rows of the output logits."""
+
     def segment_length(self, segment: Segment) -> int:
         return len(segment)
 

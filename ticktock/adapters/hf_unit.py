@@ -173,6 +173,10 @@ class HFUnitAdapter(ModelAdapter):
         return out.logits[0, -keep:].float() if logits_from < length else out.logits[0, :0].float()
 
     @property
+    def vocab_size(self) -> int:
+        return int(self.model.config.vocab_size)
+
+    @property
     def cache_length(self) -> int:
         return 0 if self.cache is None else self.cache.get_seq_length()
 

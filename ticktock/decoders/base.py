@@ -246,6 +246,17 @@ class ChunkStep(Phase):
         return committed, path
 
 
+def trim_draft(tokens: Sequence[int], protocol, committed: int) -> list[int]:
+    """Cut a draft so it never runs past the chunk: after its first terminator, and at the token cap."""
+    room = max(protocol.max_tokens_per_chunk - committed - 1, 0)
+    out: list[int] = []
+    for token in tokens[:room]:
+        out.append(int(token))
+        if token in protocol.terminators:
+            break
+    return out
+
+
 def _layout(prefix_length: int, draft: DraftTree) -> TreeLayout:
     parents = list(range(-1, prefix_length - 1))
     parents += [prefix_length - 1 if p < 0 else prefix_length + p for p in draft.parents]

@@ -1,0 +1,57 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ticktock.audio import load_audio
+from ticktock.clocks.modeled import CostProfile, ModeledClock
+from ticktock.decoders.ar import ARDecoder
+from ticktock.decoders.ngram import NgramIndex, prompt_lookup
+from ticktock.decoders.pld import PromptLookupDecoder
+from ticktock.decoders.selection import TokenSelector
+from ticktock.engine import ReplayEngine
+from ticktock.manifest import load_manifest
+
+
+def test_longest_ngram_wins_over_an_earlier_shorter_match():
+    # [3] alone matches at index 1 (continuation 9), but the 2-gram [2, 3] matches at index 4.
+    tokens = [1, 3, 9, 9, 2, 3, 7, 8, 2, 3]
+    assert prompt_lookup(tokens, max_ngram=3, num_pred=2) == [7, 8]
+
+
+def test_leftmost_occurrence_wins():
+    tokens = [5, 6, 1, 1, 5, 6, 2, 2, 0, 5, 6]
+    assert prompt_lookup(tokens, max_ngram=2, num_pred=2) == [1, 1]
+
+
+def test_no_match_and_match_at_the_end():
+    assert prompt_lookup([1, 2, 3], max_ngram=3, num_pred=2) == []
+    # the only earlier occurrence is too close to the end for a full continuation
+    assert prompt_lookup([4, 1, 2, 4], max_ngram=1, num_pred=3) == []
+    assert prompt_lookup([4, 1, 2, 4], max_ngram=1, num_pred=3, allow_short=True) == [1, 2, 4]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=40), st.integers(1, 3), st.integers(1, 5), st.booleans())
+def test_index_agrees_with_the_reference(tokens, max_ngram, num_pred, allow_short):
+    index = NgramIndex(3)
+    index.extend(tokens)
+    assert index.lookup(max_ngram, num_pred, allow_short) == prompt_lookup(tokens, max_ngram, num_pred, allow_short)
+
+
+def replay(adapter, session, decoder, **sampling):
+    engine = ReplayEngine(adapter, decoder, ModeledClock(CostProfile.constant(10.0)), TokenSelector(adapter.protocol, **sampling))
+    return engine.replay(session, load_audio(session.audio_path))
+
+
+def test_pld_is_lossless_and_saves_forwards_on_the_fixture(fixture_adapter, small_manifest):
+    for session in load_manifest(small_manifest):
+        ar = replay(fixture_adapter, session, ARDecoder())
+        pld = replay(fixture_adapter, session, PromptLookupDecoder())
+        assert [c.output for c in pld.chunks] == [c.output for c in ar.chunks]
+        assert len(pld.forwards) < len(ar.forwards)
+
+
+def test_pld_is_exact_under_sampling(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[2]
+    ar = replay(fixture_adapter, session, ARDecoder(), temperature=0.9, seed=11)
+    pld = replay(fixture_adapter, session, PromptLookupDecoder(dummy_token=40), temperature=0.9, seed=11)
+    assert [c.output for c in pld.chunks] == [c.output for c in ar.chunks]

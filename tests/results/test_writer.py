@@ -1,0 +1,55 @@
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from ticktock.results.schema import SCHEMA_VERSION
+from ticktock.results.writer import RunDirError, RunWriter, part_key
+
+
+def rows(session_id):
+    chunk = {"run_id": "r", "model": "m", "decoder": "d", "clock": "c", "task": "t", "session_id": session_id,
+             "chunk_index": 0, "kind": "listen", "output_token_ids": [1, 2]}
+    session = {"run_id": "r", "session_id": session_id, "num_chunks": 1, "onset_latencies_ms": []}
+    forward = {"run_id": "r", "session_id": session_id, "chunk_index": 0, "phase": "post_audio"}
+    return [chunk], session, [forward]
+
+
+def test_resume_consolidate_and_version(tmp_path):
+    writer = RunWriter(tmp_path, {"decoder": "ar"})
+    writer.write_session("a/1", *rows("a/1"))
+    writer.write_session("b", *rows("b"))
+    assert RunWriter(tmp_path, {"decoder": "ar"}).completed() == {"a/1", "b"}
+    counts = writer.consolidate()
+    assert counts == {"chunks": 2, "sessions": 2, "forwards": 2}
+    table = pq.read_table(tmp_path / "chunks.parquet")
+    assert table.schema.metadata[b"ticktock_schema_version"] == str(SCHEMA_VERSION).encode()
+    assert sorted(table.column("session_id").to_pylist()) == ["a/1", "b"]
+
+
+def test_a_different_run_is_refused_unless_overwrite(tmp_path):
+    writer = RunWriter(tmp_path, {"decoder": "ar"})
+    writer.write_run_json({"status": "complete"})
+    writer.write_session("a", *rows("a"))
+    with pytest.raises(RunDirError, match=r"different configuration \(decoder: 'ar' -> 'pld'\)"):
+        RunWriter(tmp_path, {"decoder": "pld"})
+    fresh = RunWriter(tmp_path, {"decoder": "pld"}, overwrite=True)
+    assert fresh.completed() == set() and not (tmp_path / "run.json").exists()
+
+
+def test_an_incomplete_session_is_not_counted(tmp_path):
+    writer = RunWriter(tmp_path, {})
+    chunks, _, _ = rows("x")
+    from ticktock.results.schema import CHUNKS
+    from ticktock.results.writer import write_table
+
+    write_table(tmp_path / "parts" / f"{part_key('x')}.chunks.parquet", chunks, CHUNKS)  # crash before sessions part
+    assert writer.completed() == set()
+    assert writer.consolidate()["chunks"] == 0
+    assert not list((tmp_path / "parts").glob(".*.tmp"))
+
+
+def test_run_json_is_written_atomically_with_identity(tmp_path):
+    writer = RunWriter(tmp_path, {"k": 1})
+    writer.write_run_json({"status": "running"})
+    assert json.loads((tmp_path / "run.json").read_text()) == {"status": "running", "identity": {"k": 1}}

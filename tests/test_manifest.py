@@ -1,0 +1,86 @@
+import json
+
+import pytest
+
+from ticktock.manifest import ManifestError, load_manifest, write_manifest
+
+
+def good_line(**overrides):
+    line = {
+        "schema_version": 1,
+        "session_id": "a",
+        "task": "fdb_v3",
+        "audio": "audio/a.flac",
+        "duration_s": 5.5,
+        "turns": [
+            {"speaker": "user", "role": "request", "text": "hi there", "start_s": 1.0, "end_s": 2.2,
+             "words": [{"text": "hi", "start_s": 1.0, "end_s": 1.4}, {"text": "there", "start_s": 1.5, "end_s": 2.2}]}
+        ],
+        "expected": {"reference_answer": "hello", "tool_calls": [{"function": "f", "args": {}}]},
+    }
+    line.update(overrides)
+    return line
+
+
+def write(tmp_path, *lines):
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join((l if isinstance(l, str) else json.dumps(l)) + "\n" for l in lines))
+    return path
+
+
+def test_loads_and_cuts_chunks_with_user_speaking(tmp_path):
+    (session,) = load_manifest(write(tmp_path, good_line()))
+    spans = session.chunk_spans()
+    assert [(s.start_s, s.end_s) for s in spans][-1] == (5.0, 6.0)  # final partial chunk kept
+    assert [s.user_speaking for s in spans] == [False, True, True, False, False, False]
+    assert session.audio_path == tmp_path / "audio/a.flac"
+
+
+def test_first_chunk_duration(tmp_path):
+    (session,) = load_manifest(write(tmp_path, good_line(first_chunk_s=1.035)))
+    assert [round(s.end_s, 3) for s in session.chunk_spans()][:3] == [1.035, 2.035, 3.035]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"session_id": None}, r"m.jsonl:2: field 'session_id': missing"),
+        ({"duration_s": "long"}, r"m.jsonl:2: field 'duration_s': expected float"),
+        ({"duration_s": -1}, r"field 'duration_s': must be > 0"),
+        ({"schema_version": 7}, r"field 'schema_version': unsupported version 7"),
+        ({"first_chunk_s": 0.5}, r"field 'first_chunk_s'"),
+        ({"turns": [{"speaker": "robot", "start_s": 0, "end_s": 1}]}, r"field 'turns\[0\].speaker'"),
+        ({"turns": [{"speaker": "user", "start_s": 2, "end_s": 9}]}, r"turns\[0\].start_s/end_s"),
+        ({"turns": [{"speaker": "user", "start_s": 1, "end_s": 3, "words": [
+            {"text": "b", "start_s": 2.0, "end_s": 2.5}, {"text": "a", "start_s": 1.0, "end_s": 1.5}]}]},
+         r"turns\[0\].words\[1\].*not monotonic"),
+        ({"expected": {"tool_calls": [{"name": "f"}]}}, r"expected.tool_calls\[0\]"),
+        ({"tools": [{"description": "no name"}]}, r"field 'tools\[0\]'"),
+    ],
+)
+def test_bad_fields_are_named_with_file_and_line(tmp_path, change, message):
+    line = good_line(session_id="first")
+    bad = good_line(**change)
+    if change.get("session_id", "") is None:
+        bad.pop("session_id")
+    with pytest.raises(ManifestError, match=message):
+        load_manifest(write(tmp_path, line, bad))
+
+
+def test_invalid_json_and_duplicates(tmp_path):
+    with pytest.raises(ManifestError, match=r"m.jsonl:2: not valid JSON"):
+        load_manifest(write(tmp_path, good_line(), "{oops"))
+    with pytest.raises(ManifestError, match=r"m.jsonl:2: field 'session_id': duplicate id 'a' \(first on line 1\)"):
+        load_manifest(write(tmp_path, good_line(), good_line()))
+    with pytest.raises(ManifestError, match="manifest not found"):
+        load_manifest(tmp_path / "missing.jsonl")
+
+
+def test_task_filter_and_round_trip(tmp_path):
+    path = write(tmp_path, good_line(), good_line(session_id="b", task="trivia_qa"))
+    assert [s.session_id for s in load_manifest(path, tasks=["trivia_qa"])] == ["b"]
+    sessions = load_manifest(path)
+    copy = write_manifest(tmp_path / "copy" / "m.jsonl", sessions)
+    again = load_manifest(copy)
+    assert [s.audio_path.resolve() for s in again] == [s.audio_path.resolve() for s in sessions]
+    assert [s.turns for s in again] == [s.turns for s in sessions]
