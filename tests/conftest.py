@@ -18,3 +18,10 @@ def small_manifest(tmp_path_factory):
     from helpers import write_sessions
 
     return write_sessions(tmp_path_factory.mktemp("manifest"), count=3)
+
+
+def pytest_configure(config):
+    """One intra-op thread per test process: pytest-xdist runs two processes on CI's two cores."""
+    import torch
+
+    torch.set_num_threads(1)

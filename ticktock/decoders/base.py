@@ -189,13 +189,20 @@ class Phase:
 
 
 class ChunkStep(Phase):
-    """Post-audio decoding of one chunk. ``output`` holds the committed tokens of this chunk."""
+    """Decoding of one chunk's output: ``output`` holds the tokens committed so far.
 
-    def __init__(self, adapter, selector, stopwatch, log, chunk_index: int, inputs: ChunkInputs, history: list[int]):
+    The engine makes one per chunk for the post-audio work. ``IdleWindow.decoding`` makes one in the
+    ``draft`` phase, so a decoder can produce a hypothesis output with the same machinery (its forwards
+    are logged and timed as idle work).
+    """
+
+    def __init__(self, adapter, selector, stopwatch, log, chunk_index: int, inputs: ChunkInputs, history: list[int],
+                 phase_name: str = "post_audio", output: Sequence[int] = ()):
         super().__init__(adapter, selector, stopwatch, log, chunk_index)
+        self.phase_name = phase_name
         self.inputs = inputs
         self.history = history  # the session's text tokens before this chunk's output (audio excluded)
-        self.output: list[int] = []
+        self.output: list[int] = list(output)
         self.counters = ChunkCounters()
 
     @property
@@ -204,7 +211,15 @@ class ChunkStep(Phase):
 
     @property
     def num_forwards(self) -> int:
-        return sum(1 for r in self.log if r.phase == "post_audio" and r.chunk_index == self.chunk_index)
+        return sum(1 for r in self.log if r.phase == self.phase_name and r.chunk_index == self.chunk_index)
+
+    def root_token(self) -> int | None:
+        """Token id at the root of the next forward: the last committed token, or on the audio prefill the
+        last known input when it is text (a tool response); None when that position is an audio embedding."""
+        if self.output:
+            return self.output[-1]
+        last = self.inputs.segments()[-1]
+        return int(last[-1]) if isinstance(last, list) else None
 
     def context_tokens(self) -> list[int]:
         """The session's committed text tokens so far, this chunk's output included."""
@@ -288,6 +303,14 @@ class IdleWindow(Phase):
         import numpy as np
 
         return self.encode(np.zeros(self.next_samples, dtype=np.float32), peek=True)
+
+    def decoding(self, output: Sequence[int] = ()) -> ChunkStep:
+        """A hypothesis decoding of the next chunk in this window (forwards logged as ``draft``).
+
+        ``output`` pre-commits tokens without a forward (e.g. a forced runner-up first token).
+        """
+        return ChunkStep(self.adapter, self.selector, self.stopwatch, self.log, self.chunk_index, self.next_inputs,
+                         self.history, phase_name=self.phase_name, output=output)
 
 
 class Decoder:

@@ -1,0 +1,335 @@
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ticktock.adapters.base import TreeLayout
+from ticktock.audio import load_audio
+from ticktock.clocks.modeled import CostProfile, ModeledClock
+from ticktock.decoders.ar import ARDecoder
+from ticktock.decoders.base import ChunkStep, ChunkCounters, ChunkInputs, DraftTree, Verification
+from ticktock.decoders.lookahead import JacobiWindow, LookaheadDecoder, NgramPool
+from ticktock.decoders.selection import TokenSelector
+from ticktock.engine import ReplayEngine
+from ticktock.injection import ToolCallInjector
+from ticktock.manifest import load_manifest
+
+# ------------------------------------------------------------------------------------------- pool
+
+
+def test_pool_keeps_g_ngrams_per_key_least_recently_inserted_first():
+    pool = NgramPool(capacity=3)
+    for ngram in [(1, 1), (2, 2), (3, 3)]:
+        pool.add(7, ngram)
+    pool.add(7, (1, 1))  # re-inserted: moves to the back, nothing dropped
+    assert pool.candidates(7) == [(2, 2), (3, 3), (1, 1)]
+    pool.add(7, (4, 4))  # overflow: the front (oldest) falls out
+    assert pool.candidates(7) == [(3, 3), (1, 1), (4, 4)]
+    pool.add(8, (5, 5))  # capacity is per key
+    assert pool.candidates(8) == [(5, 5)] and len(pool.candidates(7)) == 3
+    assert pool.candidates(9) == []
+
+
+# ----------------------------------------------------------------------------------------- window
+
+
+def window_stages(level, width):
+    """The window before each of its first forwards: warm-up stages, then two steady ones."""
+    window = JacobiWindow(level, width, list(range(100, 100 + width + level - 3)))
+    stages, fresh = [], 200
+    for _ in range(level):
+        stages.append([list(lvl) for lvl in window.levels])
+        newest = len(window.levels[-1])
+        window.advance(list(range(fresh, fresh + newest)))
+        fresh += 100
+    return stages
+
+
+@pytest.mark.parametrize("level,width", [(3, 1), (3, 2), (4, 3), (5, 7), (6, 4)])
+def test_window_tree_gives_the_lookahead_positions_and_mask(level, width):
+    for levels in window_stages(level, width):
+        window = JacobiWindow(level, width, [0] * (width + level - 3))
+        window.levels = levels
+        tree = DraftTree()
+        nodes = window.add_to(tree)
+        assert not any(tree.verifiable)
+        # the verify forward: root (x0) at query 0, node i at query 1 + i
+        layout = TreeLayout((-1,) + tuple(p + 1 for p in tree.parents))
+        depths, seen = layout.depths(), layout.ancestors()
+        b0 = [0] + [1 + n for n in nodes[0]]  # B0 = [x0] + L0, column j <-> position p + j
+        for j, query in enumerate(b0):
+            assert depths[query] == j and seen[query] == b0[: j + 1]  # causal within B0
+        for lvl in range(1, len(levels)):
+            assert len(nodes[lvl]) == len(b0)  # every level spans the B0 columns
+            for j, node in enumerate(nodes[lvl]):
+                query = 1 + node
+                assert tree.tokens[node] == levels[lvl][j]
+                assert depths[query] == lvl + j  # position p + l + j
+                column = [1 + nodes[m][j] for m in range(1, lvl + 1)]
+                assert sorted(seen[query]) == sorted(b0[: j + 1] + column)  # B0[0..j] + column j of levels 1..l
+
+
+def test_window_nodes_of_a_small_steady_window():
+    window = JacobiWindow(level=4, width=3, initial=[0] * 4)
+    window.levels = [[10, 11], [20, 21, 22], [30, 31, 32]]  # L0, L1, L2
+    tree = DraftTree()
+    assert window.add_to(tree) == [[0, 1], [2, 3, 4], [5, 6, 7]]
+    assert tree.tokens == [10, 11, 20, 21, 22, 30, 31, 32]
+    # L0 is a chain from the root; L1 column j hangs off B0 column j (the root for j = 0); L2 off L1
+    assert tree.parents == [-1, 0, -1, 0, 1, 2, 3, 4]
+    assert [d + 1 for d in TreeLayout(tuple(tree.parents)).depths()] == [1, 2, 1, 2, 3, 2, 3, 4]
+
+
+@pytest.mark.parametrize("level,width", [(3, 1), (4, 3), (5, 7)])
+def test_warm_up_takes_n_minus_2_forwards_and_leaves_the_steady_sizes(level, width):
+    stages = window_stages(level, width)
+    assert [len(s) for s in stages[: level - 1]] == list(range(1, level))  # one level added per forward
+    for steady in stages[level - 2 :]:
+        assert [len(lvl) for lvl in steady] == [width - 1] + [width] * (level - 2)
+
+
+def test_steady_state_ngrams_and_shift_follow_the_original():
+    a, b, c, d = [10, 11, 12, 13], [20, 21, 22, 23], [30, 31, 32, 33], [40, 41, 42]
+    window = JacobiWindow(level=4, width=3, initial=a)
+    window.advance(b)  # warm-up 1: level 1 = predictions at every L0 token
+    assert window.levels == [a[1:], b] and not window.is_full
+    window.advance(c)  # warm-up 2: drop the first of every level, new level = predictions[1:]
+    assert window.levels == [a[2:], b[1:], c[1:]] and window.is_full
+    assert window.ngrams(root=5, predictions=d) == [(5, (21, 31, 40)), (12, (22, 32, 41)), (13, (23, 33, 42))]
+    assert window.ngrams(root=None, predictions=d)[0] == (12, (22, 32, 41))  # audio root: column 0 skipped
+    window.advance(d)  # steady: L0 <- L1[1:], L1 <- L2, L2 <- new
+    assert window.levels == [b[2:], c[1:], d]
+
+
+# ------------------------------------------------------------------------------------- candidates
+
+
+def fake_step(protocol, output=(), tail=(), history=(7, 8, 9)):
+    inputs = ChunkInputs(head=[protocol.unit_open], tail=list(tail), audio=torch.zeros(10, 4))
+    step = SimpleNamespace(output=list(output), inputs=inputs, protocol=protocol, counters=ChunkCounters(),
+                           adapter=SimpleNamespace(vocab_size=120),
+                           context_tokens=lambda: list(history) + list(output))
+    step.root_token = lambda: ChunkStep.root_token(step)
+    return step
+
+
+def full_decoder(level=5, width=3):
+    decoder = LookaheadDecoder(level=level, window=width, guess=4)
+    decoder.window = JacobiWindow(level, width, [100] * (width + level - 3))
+    decoder.window.levels = [[100] * (width - 1)] + [[101] * width for _ in range(level - 2)]
+    return decoder
+
+
+def verifiable_chains(tree):
+    """Root-to-node token paths of every verifiable node."""
+    paths = []
+    for i, ok in enumerate(tree.verifiable):
+        if ok:
+            path, node = [], i
+            while node >= 0:
+                assert tree.verifiable[node]
+                path.insert(0, tree.tokens[node])
+                node = tree.parents[node]
+            paths.append(path)
+    return paths
+
+
+def test_guesses_for_the_root_are_merged_chains_cut_at_terminators_and_room(fixture_adapter):
+    protocol = fixture_adapter.protocol
+    decoder = full_decoder()
+    for ngram in [(41, 42, 43, 44), (41, 42, 50, 51), (protocol.chunk_eos, 60, 61, 62), (70, 71, 72, 73)]:
+        decoder.pool.add(40 if ngram[0] != 70 else 39, ngram)
+    step = fake_step(protocol, output=[protocol.speak, 40])
+    tree = decoder.propose(step)
+    assert step.counters.diagnostics == {"pool_hits": 1}
+    chains = verifiable_chains(tree)
+    assert sorted(map(tuple, chains)) == sorted([(41,), (41, 42), (41, 42, 43), (41, 42, 43, 44), (41, 42, 50),
+                                                 (41, 42, 50, 51), (protocol.chunk_eos,)])
+    assert tree.num_verifiable() == 7  # the shared prefix 41, 42 is fed once
+    near_end = [protocol.tool_call_open] + [50] * (protocol.max_tokens_per_chunk - 5) + [40]  # room: 2 drafts
+    tree = decoder.propose(fake_step(protocol, output=near_end))
+    assert sorted(map(tuple, verifiable_chains(tree))) == sorted([(41,), (41, 42), (protocol.chunk_eos,)])
+
+
+def test_no_guesses_while_warming_up_or_from_an_audio_root(fixture_adapter):
+    protocol = fixture_adapter.protocol
+    decoder = LookaheadDecoder(level=5, window=3, guess=4)
+    decoder.pool.add(40, (41, 42, 43, 44))
+    tree = decoder.propose(fake_step(protocol, output=[protocol.speak, 40]))
+    assert not decoder.window.is_full and tree.num_verifiable() == 0
+    decoder = full_decoder()
+    decoder.pool.add(protocol.unit_open, (41, 42, 43, 44))
+    assert decoder.propose(fake_step(protocol)).num_verifiable() == 0  # prefill ending in audio: window only
+    decoder.pool.add(protocol.tool_response_close, (5, 6, 7, 8))
+    tail = [protocol.tool_response_open, 60, protocol.tool_response_close]
+    tree = decoder.propose(fake_step(protocol, tail=tail))
+    assert verifiable_chains(tree) == [[5]]  # <|listen|> is a terminator: the guess stops there
+
+
+def test_observe_feeds_the_pool_and_shifts_the_window(fixture_adapter):
+    protocol = fixture_adapter.protocol
+    decoder = full_decoder(level=3, width=2)  # L0 = [100], L1 = [101, 101]
+    tree = decoder.propose(fake_step(protocol, output=[protocol.speak, 40]))
+    logits = torch.zeros(1 + len(tree), 120)
+    last_level = [1 + n for n in decoder._window_nodes[-1]]
+    logits[last_level[0], 70] = logits[last_level[1], 71] = 1.0
+    decoder.observe(None, Verification([9], [], logits, tree))
+    assert decoder.pool.candidates(40) == [(101, 70)] and decoder.pool.candidates(100) == [(101, 71)]
+    assert decoder.window.levels == [[101], [70, 71]]
+
+
+def test_window_is_drawn_from_the_context_with_the_seed(fixture_adapter):
+    protocol = fixture_adapter.protocol
+    history = list(range(30, 60))
+    decoder = LookaheadDecoder(seed=3)
+    decoder.propose(fake_step(protocol, history=history))
+    rng = random.Random(3)
+    assert decoder.window.levels[0] == [rng.choice(history) for _ in range(7 + 5 - 3)]
+    first = decoder.window.levels[0]
+    decoder.start_session(None)  # a new session draws its window again, with the same seed
+    assert decoder.window is None
+    decoder.propose(fake_step(protocol, history=history))
+    assert decoder.window.levels[0] == first
+
+
+@pytest.mark.parametrize("knobs", [{"level": 2}, {"window": 0}, {"guess": 0}, {"seed": 1.5}, {"level": "5"}])
+def test_bad_knobs_are_rejected(knobs):
+    with pytest.raises(ValueError, match="lookahead"):
+        LookaheadDecoder(**knobs)
+
+
+# ------------------------------------------------------------------------------ replay on the fixture
+
+
+class ConstantToolExecutor:
+    def respond(self, call):
+        return '{"status": "shipped"}'
+
+
+def replay(adapter, session, decoder, **sampling):
+    engine = ReplayEngine(adapter, decoder, ModeledClock(CostProfile.constant(10.0)),
+                          TokenSelector(adapter.protocol, **sampling), ToolCallInjector(ConstantToolExecutor()))
+    return engine.replay(session, load_audio(session.audio_path))
+
+
+SAMPLING = {"greedy": {}, "t0.9": {"temperature": 0.9, "seed": 11}}
+
+
+@pytest.fixture(scope="module")
+def ar_traces(fixture_adapter, small_manifest):
+    sessions = load_manifest(small_manifest)
+    return {mode: [replay(fixture_adapter, s, ARDecoder(), **kw) for s in sessions] for mode, kw in SAMPLING.items()}
+
+
+def outputs(trace):
+    return [c.output for c in trace.chunks]
+
+
+class RecordingLookahead(LookaheadDecoder):
+    def __init__(self, **knobs):
+        super().__init__(**knobs)
+        self.proposals = []
+
+    def propose(self, step):
+        tree = super().propose(step)
+        self.proposals.append((len(step.output), self.window.is_full, tree))
+        return tree
+
+
+@pytest.mark.parametrize("mode", list(SAMPLING))
+def test_lookahead_is_lossless_on_every_chunk(fixture_adapter, small_manifest, ar_traces, mode):
+    decoder = RecordingLookahead()  # one instance for the run, as the harness uses it
+    for session, ar in zip(load_manifest(small_manifest), ar_traces[mode]):
+        trace = replay(fixture_adapter, session, decoder, **SAMPLING[mode])
+        assert outputs(trace) == outputs(ar)
+        assert len(trace.forwards) <= len(ar.forwards)
+    # the window warms up once per session (N-2 forwards), not once per chunk
+    assert sum(not full for _, full, _ in decoder.proposals) == 3 * (5 - 2)
+
+
+class FixedPoolLookahead(RecordingLookahead):
+    """Verifies a given pool at every forward and never learns (adversarial guesses throughout)."""
+
+    def __init__(self, entries, **knobs):
+        self.entries = entries
+        super().__init__(**knobs)
+
+    def start_session(self, session):
+        super().start_session(session)
+        self.pool = FixedPool(self.guess, self.entries)
+
+
+class FixedPool(NgramPool):
+    def __init__(self, capacity, entries):
+        super().__init__(capacity)
+        self.entries = entries
+
+    def add(self, key, ngram):
+        pass
+
+
+def true_ngrams(traces, n):
+    """key -> the (n-1)-grams that followed it in the AR outputs (a tool response's last token included)."""
+    entries = {}
+    for trace in traces:
+        for chunk in trace.chunks:
+            tokens = chunk.injected.tokens[-1:] + chunk.output
+            for i, key in enumerate(tokens[:-1]):
+                entries.setdefault(key, []).append(tuple(tokens[i + 1 : i + n]))
+    return {key: ngrams[-7:] for key, ngrams in entries.items()}
+
+
+def adversarial_pool(kind, seed, vocab, protocol, traces, n=5, g=7):
+    rng = random.Random(seed)
+    if kind == "true":
+        return true_ngrams(traces, n)
+    if kind == "random":
+        ids = list(range(vocab))
+    elif kind == "terminators":
+        ids = sorted(protocol.terminators)
+    else:  # structural tokens, terminators and the decisions only
+        ids = sorted(protocol.structural() | protocol.terminators)
+    return {key: [tuple(rng.choice(ids) for _ in range(n - 1)) for _ in range(g)] for key in range(vocab)}
+
+
+@settings(max_examples=16, deadline=None)
+@given(kind=st.sampled_from(["random", "terminators", "structural", "true"]), seed=st.integers(0, 2**16),
+       mode=st.sampled_from(list(SAMPLING)), fixed=st.booleans(), session_index=st.integers(0, 2))
+def test_any_pool_or_window_leaves_the_output_unchanged(fixture_adapter, small_manifest, ar_traces, kind, seed,
+                                                        mode, fixed, session_index):
+    ar = ar_traces[mode][session_index]
+    if fixed:
+        entries = adversarial_pool(kind, seed, fixture_adapter.vocab_size, fixture_adapter.protocol, ar_traces[mode])
+        decoder = FixedPoolLookahead(entries, seed=seed)
+    else:
+        decoder = RecordingLookahead(seed=seed, level=3 + seed % 3, window=1 + seed % 7)
+    trace = replay(fixture_adapter, load_manifest(small_manifest)[session_index], decoder, **SAMPLING[mode])
+    assert outputs(trace) == outputs(ar)
+
+
+def test_true_ngrams_cut_the_forwards(fixture_adapter, small_manifest, ar_traces):
+    ar = ar_traces["t0.9"][0]
+    decoder = FixedPoolLookahead(true_ngrams([ar], 5))
+    trace = replay(fixture_adapter, load_manifest(small_manifest)[0], decoder, **SAMPLING["t0.9"])
+    assert outputs(trace) == outputs(ar)
+    assert len(trace.forwards) < 0.6 * len(ar.forwards)
+    assert sum(c.counters.diagnostics["pool_hits"] for c in trace.chunks) > 0
+
+
+@pytest.mark.parametrize("kind", ["terminators", "true"])
+def test_guesses_never_cross_the_chunk(fixture_adapter, small_manifest, ar_traces, kind):
+    protocol = fixture_adapter.protocol
+    entries = adversarial_pool(kind, 1, fixture_adapter.vocab_size, protocol, ar_traces["t0.9"])
+    decoder = FixedPoolLookahead(entries)
+    replay(fixture_adapter, load_manifest(small_manifest)[0], decoder, **SAMPLING["t0.9"])
+    guessed = 0
+    for committed, _, tree in decoder.proposals:
+        room = protocol.max_tokens_per_chunk - committed - 1
+        for chain in verifiable_chains(tree):
+            guessed += 1
+            assert len(chain) <= room
+            assert not any(t in protocol.terminators for t in chain[:-1])
+    assert guessed > 0

@@ -1,0 +1,73 @@
+"""The hypothesis pool of Speculative Listening: every draft of the session, indexed by n-grams.
+
+A draft is a token sequence that starts at a chunk's first output token. ``continuation(suffix, position)``
+finds the longest n-gram (n <= max_n) that ends ``suffix`` (the chunk's committed tokens) inside any
+draft and returns what follows it there. Ties between equally long matches go to the most recently
+added draft, then to the occurrence nearest the aligned position (drafts start where chunk outputs start,
+so an occurrence at ``position - n`` continues the same place in the output). Adding a draft that is
+already in the pool only makes it the most recent.
+
+Example::
+
+    >>> pool = HypothesisPool(max_n=3)
+    >>> pool.add([9, 1, 2, 3, 4, 5])
+    >>> pool.add([9, 1, 7])
+    >>> pool.continuation([9, 1], max_tokens=3, position=2)   # both drafts match "9 1"; the newer one wins
+    [7]
+    >>> pool.continuation([0, 2, 3], max_tokens=3, position=3)
+    [4, 5]
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class HypothesisPool:
+    def __init__(self, max_n: int = 4):
+        if max_n < 1:
+            raise ValueError(f"pool n-gram size must be >= 1, got {max_n}")
+        self.max_n = max_n
+        self.drafts: list[tuple[int, ...]] = []
+        self.recency: list[int] = []
+        self.ids: dict[tuple[int, ...], int] = {}
+        self.index: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+        self.clock = 0
+
+    def __len__(self) -> int:
+        return len(self.drafts)
+
+    def add(self, tokens: Sequence[int]) -> None:
+        draft = tuple(int(t) for t in tokens)
+        if not draft:
+            return
+        self.clock += 1
+        if draft in self.ids:
+            self.recency[self.ids[draft]] = self.clock
+            return
+        draft_id = len(self.drafts)
+        self.ids[draft] = draft_id
+        self.drafts.append(draft)
+        self.recency.append(self.clock)
+        for end in range(1, len(draft) + 1):
+            for n in range(1, min(self.max_n, end) + 1):
+                self.index.setdefault(draft[end - n : end], []).append((draft_id, end - n))
+
+    def latest(self) -> tuple[int, ...]:
+        """The most recently added draft (empty when the pool is empty)."""
+        if not self.drafts:
+            return ()
+        return self.drafts[max(range(len(self.drafts)), key=self.recency.__getitem__)]
+
+    def continuation(self, suffix: Sequence[int], max_tokens: int, position: int | None = None) -> list[int]:
+        position = len(suffix) if position is None else position
+        for n in range(min(self.max_n, len(suffix)), 0, -1):
+            found = [
+                (draft_id, start)
+                for draft_id, start in self.index.get(tuple(suffix[len(suffix) - n :]), ())
+                if start + n < len(self.drafts[draft_id])
+            ]
+            if found:
+                draft_id, start = max(found, key=lambda o: (self.recency[o[0]], -abs(o[1] - (position - n)), -o[1]))
+                return list(self.drafts[draft_id][start + n : start + n + max_tokens])
+        return []

@@ -1,0 +1,200 @@
+"""Speculative Listening (SL; Bian et al. 2026): draft the next chunk before its audio arrives.
+
+1. **Silence draft** (idle window, after chunk t-1 is done): feed the next chunk's known inputs with the
+   front-end's embeddings of a chunk of zeros, and greedily decode chunk t's output on the model's own
+   cache until its terminator, the draft token cap, or the idle budget (checked between forwards; the
+   engine charges any overrun to chunk t). The cache and front-end are then rolled back exactly.
+2. **Runner-up branch** (``branches >= 2``): if budget remains, decode a second draft that starts with
+   the second-best first token under silence (listen vs speak is the common change). ``branches = k > 2``
+   adds the 3rd..k-th best first tokens (a top-k first-token tree; beyond the paper).
+3. **Hypothesis pool** (``pool: true``): every draft of the session is kept, indexed by n-grams (``pool.py``).
+4. **One-pass verification**: when the audio arrives, ONE forward feeds the audio prefill and the whole
+   draft tree (main chain and branches under a tree mask); the longest greedily matching path is accepted,
+   plus the target's correction token. The branches ride in the same pass rather than being verified only
+   after the main draft's first token is rejected: that saves one post-audio forward exactly when the
+   first token flips, the most common change, for a few extra query tokens in a memory-bound forward.
+5. **Pool continuation**: each later forward first looks up the longest pool n-gram ending the chunk's
+   committed tokens and verifies its continuation.
+6. **Sampling**: verification compares each draft token with the token the selector commits there (the
+   keyed sample at temperature > 0), which is speculative sampling for deterministic drafts: exact.
+
+Beyond the paper, behind knobs: ``draft_with_pool`` uses the pool *while drafting* (each idle-window
+draft forward also verifies a pool continuation under the silence hypothesis, so successive windows extend
+a long tool call instead of re-decoding its start), extends a budget-cut draft with the pool's continuation,
+and reuses the pool's latest draft where no fresh one exists: as the draft of a draft's first forward,
+and as the first-pass draft of a chunk that got no idle time (lagging).
+
+Per-chunk diagnostics: ``draft_source`` (silence / runner_up / branch / pool / none: what supplied the
+accepted draft tokens), ``draft_full_match`` (the silence draft was complete and equals the output),
+``first_token_changed`` (the output's first token differs from the silence draft's), ``pool_hits``
+(post-audio forwards whose pool draft had at least one token accepted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ticktock.decoders.base import ChunkStep, Decoder, DraftTree, IdleWindow, trim_draft
+from ticktock.decoders.pool import HypothesisPool
+
+
+@dataclass
+class Hypotheses:
+    """The drafts made for one chunk: the main silence draft and the first-token branches."""
+
+    main: list[int] = field(default_factory=list)
+    main_complete: bool = False
+    branches: list[list[int]] = field(default_factory=list)
+    fresh: bool = True
+
+    def tree(self) -> DraftTree:
+        tree = DraftTree()
+        tree.add_chain(self.main, source="silence" if self.fresh else "pool")
+        for rank, branch in enumerate(self.branches):
+            tree.add_chain(branch, source="runner_up" if rank == 0 else "branch")
+        return tree
+
+
+class SpeculativeListeningDecoder(Decoder):
+    def __init__(
+        self,
+        branches: int = 2,
+        pool: bool = True,
+        pool_ngram: int = 4,
+        draft_token_cap: int | None = None,
+        pool_max_tokens: int = 96,
+        draft_with_pool: bool = False,
+        name: str = "speclisten",
+    ):
+        if branches < 1:
+            raise ValueError(f"speclisten: branches must be >= 1, got {branches}")
+        if draft_token_cap is not None and draft_token_cap < 1:
+            raise ValueError(f"speclisten: draft_token_cap must be >= 1 or null, got {draft_token_cap}")
+        if draft_with_pool and not pool:
+            raise ValueError("speclisten: draft_with_pool needs pool: true")
+        self.name = name
+        self.branches = branches
+        self.use_pool = pool
+        self.pool_ngram = pool_ngram
+        self.draft_token_cap = draft_token_cap
+        self.pool_max_tokens = pool_max_tokens
+        self.draft_with_pool = draft_with_pool
+        self.pool = HypothesisPool(pool_ngram)
+        self.pending: Hypotheses | None = None
+
+    def start_session(self, session) -> None:
+        self.pool = HypothesisPool(self.pool_ngram)
+        self.pending = None
+
+    # ------------------------------------------------------------------------------- idle window
+
+    def idle(self, window: IdleWindow) -> None:
+        adapter = window.adapter
+        state = adapter.snapshot()
+        prefix = window.next_inputs.segments(window.silence())
+        prefix_end = state.cache_length + sum(adapter.segment_length(s) for s in prefix)
+        main = window.decoding()
+        stale = self._stale_hypotheses()
+        first = main.verify(prefix, self._trimmed(stale.tree(), main) if stale else None)
+        ranked = window.selector.ranked(first.logits[0], [], self.branches)
+        hypotheses = Hypotheses(main=self._extend(window, main))
+        hypotheses.main_complete = main.done
+        for token in ranked[1:]:
+            if window.remaining_ms() <= 0:
+                break
+            adapter.keep(prefix_end, [])  # back to the end of the silence prefill
+            hypotheses.branches.append(self._extend(window, window.decoding(output=[token])))
+        adapter.restore(state)
+        if self.draft_with_pool and not hypotheses.main_complete:
+            hypotheses.main += self._pool_draft(hypotheses.main, window.protocol)
+        for draft in [hypotheses.main, *hypotheses.branches]:
+            if self.use_pool:
+                self.pool.add(draft)
+        self.pending = hypotheses
+
+    def _extend(self, window: IdleWindow, hypothesis: ChunkStep) -> list[int]:
+        """Greedy decoding of a hypothesis until it ends, hits the cap, or the budget is spent."""
+        cap = self.draft_token_cap or window.protocol.max_tokens_per_chunk
+        while not hypothesis.done and len(hypothesis.output) < cap and window.remaining_ms() > 0:
+            draft = None
+            if self.draft_with_pool:
+                draft = self._pool_tree(hypothesis, cap - len(hypothesis.output) - 1)
+            hypothesis.verify([[hypothesis.output[-1]]], draft)
+        return hypothesis.output[:cap]
+
+    # --------------------------------------------------------------------------------- post-audio
+
+    def decode_chunk(self, step: ChunkStep) -> None:
+        hypotheses = self.pending or self._stale_hypotheses()
+        self.pending = None
+        tree = self._trimmed(hypotheses.tree(), step) if hypotheses else None
+        result = step.verify(step.inputs.segments(), tree)
+        sources = {tree.sources[i] for i in result.accepted_nodes} if tree is not None else set()
+        pool_hits = 0
+        while not step.done:
+            draft = self._pool_tree(step, step.protocol.max_tokens_per_chunk - len(step.output) - 1) if self.use_pool else None
+            result = step.verify([[step.output[-1]]], draft)
+            if draft is not None and result.accepted_nodes:
+                pool_hits += 1
+        step.counters.diagnostics = self._diagnostics(hypotheses, step.output, sources, pool_hits)
+
+    def _stale_hypotheses(self) -> Hypotheses | None:
+        if not (self.use_pool and self.draft_with_pool and len(self.pool)):
+            return None
+        return Hypotheses(main=list(self.pool.latest()), fresh=False)
+
+    @staticmethod
+    def _trimmed(tree: DraftTree, step: ChunkStep) -> DraftTree:
+        """Drop nodes past a terminator or the chunk's token cap (drafts never run past the chunk)."""
+        kept = DraftTree()
+        depth: dict[int, int] = {-1: 0}
+        remap: dict[int, int] = {-1: -1}
+        room = step.protocol.max_tokens_per_chunk - 1
+        for i, (token, parent) in enumerate(zip(tree.tokens, tree.parents)):
+            if parent not in remap or depth[parent] >= room:
+                continue
+            if parent >= 0 and tree.tokens[parent] in step.protocol.terminators:
+                continue
+            remap[i] = kept.add_node(token, remap[parent], tree.verifiable[i], tree.sources[i])
+            depth[i] = depth[parent] + 1
+        return kept
+
+    def _pool_tree(self, step: ChunkStep, room: int) -> DraftTree | None:
+        if room <= 0 or not step.output:
+            return None
+        found = self.pool.continuation(step.output, min(room, self.pool_max_tokens), position=len(step.output))
+        found = trim_draft(found, step.protocol, len(step.output))
+        if not found:
+            return None
+        tree = DraftTree()
+        tree.add_chain(found, source="pool")
+        return tree
+
+    def _pool_draft(self, tokens: list[int], protocol) -> list[int]:
+        room = protocol.max_tokens_per_chunk - len(tokens) - 1
+        if not tokens or room <= 0:
+            return []
+        return trim_draft(self.pool.continuation(tokens, room, position=len(tokens)), protocol, len(tokens))
+
+    @staticmethod
+    def _diagnostics(hypotheses: Hypotheses | None, output: list[int], sources: set[str], pool_hits: int) -> dict:
+        if hypotheses is None or not hypotheses.main:
+            source = "pool" if pool_hits else "none"
+            return {"draft_source": source, "draft_full_match": None, "first_token_changed": None, "pool_hits": pool_hits}
+        for name in ("silence", "runner_up", "branch", "pool"):
+            if name in sources:
+                source = name
+                break
+        else:
+            source = "pool" if pool_hits else "none"
+        return {
+            "draft_source": source,
+            "draft_full_match": hypotheses.fresh and hypotheses.main_complete and hypotheses.main == output,
+            "first_token_changed": hypotheses.main[0] != output[0],
+            "pool_hits": pool_hits,
+        }
+
+    def describe(self) -> dict:
+        return {"name": self.name, "branches": self.branches, "pool": self.use_pool, "pool_ngram": self.pool_ngram,
+                "draft_token_cap": self.draft_token_cap, "pool_max_tokens": self.pool_max_tokens,
+                "draft_with_pool": self.draft_with_pool}
