@@ -50,7 +50,7 @@ def main() -> Path:
             "scripts/derive_a100_profile.py. Replace with `ticktock calibrate` output from a real GPU."
         ),
     )
-    path = Path(__file__).resolve().parent.parent / "configs" / "profiles" / "a100-8b-derived.yaml"
+    path = Path(__file__).resolve().parent.parent / "ticktock" / "configs" / "profiles" / "a100-8b-derived.yaml"
     path.write_text(profile.to_yaml())
     return path
 

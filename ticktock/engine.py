@@ -8,7 +8,8 @@ Per chunk t (audio [start, end) arrives at ``end``):
 3. the deadline arithmetic (``ticktock.timeline``) with the overrun carried from the idle window;
 4. tool calls in the output are executed; their responses become the next chunk's tail;
 5. if the next chunk's audio is still in the future (idle budget > 0), ``decoder.idle`` may work until
-   the budget is spent; overrun is carried into the next chunk's latency.
+   the budget is spent; overrun is carried into the next chunk's latency. The wait for the first chunk's
+   audio (from the session start) is an idle window as well.
 
 Nothing sleeps: times come from the clock's stopwatches (wall or modeled).
 
@@ -83,7 +84,8 @@ class ReplayEngine:
         history = list(self.adapter.start_session(session.system_prompt, session.tools))
         self.selector.start_session(session.session_id, tools_enabled=bool(session.tools))
         self.decoder.start_session(session)
-        lag, carried, carry_token, injected = 0.0, 0.0, [], Injection()
+        lag, carry_token, injected = 0.0, [], Injection()
+        carried = self._first_idle(spans, history, trace.forwards)
         for i, span in enumerate(spans):
             fresh = ([protocol.unit_close] if i else []) + [protocol.unit_open]
             inputs = ChunkInputs(head=carry_token + fresh, tail=list(injected.tokens))
@@ -121,15 +123,26 @@ class ReplayEngine:
         self.adapter.synchronize()
         return step, (time.perf_counter() - start) * 1000.0
 
+    def _first_idle(self, spans, history, log) -> float:
+        """The wait for the first chunk's audio is an idle window too (budget: the first chunk's duration)."""
+        if not spans:
+            return 0.0
+        inputs = ChunkInputs(head=[self.adapter.protocol.unit_open])
+        used, _ = self._run_idle(0, spans[0], 1000.0 * spans[0].duration_s, inputs, history, log)
+        return overrun(used, 1000.0 * spans[0].duration_s)
+
     def _idle(self, chunk: ChunkTrace, next_index, next_span, next_inputs, history, log) -> float:
         """Run the decoder's idle work for the next chunk; return the overrun carried into it."""
-        self.selector.start_chunk(next_index)
+        chunk.idle_used_ms, chunk.idle_wall_ms = self._run_idle(next_index, next_span, chunk.idle_budget_ms, next_inputs,
+                                                                history, log)
+        return overrun(chunk.idle_used_ms, chunk.idle_budget_ms)
+
+    def _run_idle(self, index, span, budget_ms, inputs, history, log) -> tuple[float, float]:
+        self.selector.start_chunk(index)
         start = time.perf_counter()
-        samples = int(round(next_span.duration_s * SAMPLE_RATE))
-        window = IdleWindow(self.adapter, self.selector, self.clock.stopwatch(), log, next_index,
-                            chunk.idle_budget_ms, next_inputs, samples, history)
+        samples = int(round(span.duration_s * SAMPLE_RATE))
+        window = IdleWindow(self.adapter, self.selector, self.clock.stopwatch(), log, index, budget_ms, inputs, samples,
+                            history)
         self.decoder.idle(window)
         self.adapter.synchronize()
-        chunk.idle_used_ms = window.elapsed_ms()
-        chunk.idle_wall_ms = (time.perf_counter() - start) * 1000.0
-        return overrun(chunk.idle_used_ms, chunk.idle_budget_ms)
+        return window.elapsed_ms(), (time.perf_counter() - start) * 1000.0

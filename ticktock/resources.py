@@ -1,7 +1,7 @@
 """Files that ship with TickTock (configs, cost profiles, the mini corpus, the embedded model).
 
-They live at the top of the source checkout (``configs/``, ``manifests/``) and are installed as package
-data under ``ticktock/`` by a non-editable install; ``resource_path`` finds them either way.
+They live in the package (``ticktock/configs``, ``ticktock/manifests``; the top-level ``configs/`` and
+``manifests/`` of the checkout are links to them), so a non-editable install carries them as package data.
 
 Example::
 

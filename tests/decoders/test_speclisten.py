@@ -1,0 +1,139 @@
+import numpy as np
+import pytest
+import soundfile
+import torch
+
+from ticktock.audio import load_audio
+from ticktock.clocks.modeled import CostProfile, ModeledClock
+from ticktock.decoders.ar import ARDecoder
+from ticktock.decoders.base import ChunkInputs, DraftTree, IdleWindow
+from ticktock.decoders.pool import HypothesisPool
+from ticktock.decoders.selection import TokenSelector
+from ticktock.decoders.speclisten import Hypotheses, SpeculativeListeningDecoder
+from ticktock.engine import ReplayEngine
+from ticktock.manifest import Session, Turn, load_manifest
+
+CONFIGS = {
+    "speclisten_silence": dict(branches=1, pool=False),
+    "speclisten_runnerup": dict(branches=2, pool=False),
+    "speclisten": dict(branches=2, pool=True),
+    "speclisten_plus": dict(branches=3, pool=True, draft_with_pool=True),
+}
+
+
+def replay(adapter, session, decoder, forward_ms=10.0, **sampling):
+    engine = ReplayEngine(adapter, decoder, ModeledClock(CostProfile.constant(forward_ms)),
+                          TokenSelector(adapter.protocol, **sampling))
+    return engine.replay(session, load_audio(session.audio_path))
+
+
+def outputs(trace):
+    return [c.output for c in trace.chunks]
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+@pytest.mark.parametrize("forward_ms", [60.0, 0.5])  # budget binding / never binding
+def test_every_config_is_lossless(fixture_adapter, small_manifest, config, forward_ms):
+    for session in load_manifest(small_manifest)[:2]:
+        ar = replay(fixture_adapter, session, ARDecoder(), forward_ms)
+        sl = replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS[config]), forward_ms)
+        assert outputs(sl) == outputs(ar)
+
+
+def test_lossless_under_sampling(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[2]
+    ar = replay(fixture_adapter, session, ARDecoder(), temperature=0.9, seed=5)
+    for config in ("speclisten", "speclisten_plus"):
+        sl = replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS[config]), temperature=0.9, seed=5)
+        assert outputs(sl) == outputs(ar)
+
+
+@pytest.fixture(scope="module")
+def silent_session(tmp_path_factory):
+    """Digital silence: the silence hypothesis IS the audio, so every complete draft must be accepted."""
+    folder = tmp_path_factory.mktemp("silent")
+    path = folder / "silent.flac"
+    soundfile.write(path, np.zeros(8 * 16_000, dtype=np.float32), 16_000)
+    return Session("silent", "fdb_v3", path, 8.0, tools=({"name": "t"},), turns=(Turn("user", "request", "x", 1, 2),))
+
+
+def test_an_exact_hypothesis_needs_one_post_audio_forward_per_chunk(fixture_adapter, silent_session):
+    trace = replay(fixture_adapter, silent_session, SpeculativeListeningDecoder(branches=1, pool=False), forward_ms=0.5)
+    for chunk in trace.chunks:
+        forwards = [r for r in trace.forwards if r.phase == "post_audio" and r.chunk_index == chunk.span.index]
+        assert len(forwards) == 1
+        assert chunk.counters.diagnostics["draft_full_match"] is True
+        assert chunk.counters.diagnostics["draft_source"] == "silence"
+        assert chunk.counters.diagnostics["first_token_changed"] is False
+
+
+def test_idle_drafting_leaves_the_model_exactly_as_before(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[0]
+    a = fixture_adapter
+    a.start_session(None, session.tools)
+    a.forward([[a.protocol.unit_open], a.encode_audio(load_audio(session.audio_path)[:16_000])])
+    state = a.snapshot()
+    probe_before = a.forward([[a.protocol.listen, a.protocol.unit_close]])
+    audio_before = a.peek_audio(np.ones(16_000, dtype=np.float32) * 0.01)
+    a.restore(state)
+    selector = TokenSelector(a.protocol)
+    selector.start_session("s", True)
+    window = IdleWindow(a, selector, ModeledClock(CostProfile.constant(1.0)).stopwatch(), [], 1, 900.0,
+                        ChunkInputs(head=[a.protocol.listen, a.protocol.unit_close, a.protocol.unit_open]), 16_000, [])
+    SpeculativeListeningDecoder(branches=3, pool=True, draft_with_pool=True).idle(window)
+    assert a.cache_length == state.cache_length
+    assert torch.equal(a.forward([[a.protocol.listen, a.protocol.unit_close]]), probe_before)
+    assert torch.equal(a.peek_audio(np.ones(16_000, dtype=np.float32) * 0.01), audio_before)
+
+
+def test_budget_is_checked_between_draft_forwards_and_overrun_is_carried(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[1]
+    trace = replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS["speclisten"]), forward_ms=150.0)
+    drafted = {r.chunk_index for r in trace.forwards if r.phase == "draft"}
+    previous_budget = 1000.0  # the wait for chunk 0
+    for i, chunk in enumerate(trace.chunks):
+        if i:
+            previous_budget = trace.chunks[i - 1].idle_budget_ms
+        if previous_budget <= 0:
+            assert i not in drafted  # no drafting while lagging
+            assert chunk.carried_ms == 0.0
+        used = sum(r.charged_ms for r in trace.forwards if r.phase == "draft" and r.chunk_index == i)
+        assert chunk.carried_ms == pytest.approx(max(0.0, used - previous_budget))
+        assert chunk.carried_ms < 150.0 + 1e-6  # at most the forward that crossed the budget
+        assert chunk.timing.latency_ms == pytest.approx(
+            sum(r.charged_ms for r in trace.forwards if r.phase == "post_audio" and r.chunk_index == i) + chunk.carried_ms)
+
+
+def test_pool_lookup_longest_match_recency_and_alignment():
+    pool = HypothesisPool(max_n=3)
+    pool.add([1, 2, 3, 4, 9])
+    pool.add([7, 2, 3, 5])
+    assert pool.continuation([0, 2, 3], 5, position=3) == [5]  # newest of the equally long matches
+    assert pool.continuation([1, 2, 3], 5, position=3) == [4, 9]  # the longer 3-gram wins
+    assert pool.continuation([8], 5) == []
+    pool.add([1, 2, 3, 4, 9])  # re-adding makes it the newest
+    assert pool.continuation([0, 2, 3], 5, position=3) == [4, 9]
+    pool.add([6, 6, 1, 6, 2])
+    assert pool.continuation([6], 5, position=4) == [2]  # the occurrence aligned with position 4 - 1 = 3 wins
+    assert pool.continuation([6], 5, position=1) == [6, 1, 6, 2]  # aligned with 0
+
+
+def test_hypotheses_tree_and_trimming(fixture_adapter):
+    p = fixture_adapter.protocol
+    hyp = Hypotheses(main=[p.speak, 40, 41, p.chunk_eos, 99], branches=[[p.listen, 50]])
+    tree = hyp.tree()
+    assert tree.parents == [-1, 0, 1, 2, 3, -1, 5]
+    assert tree.sources[:5] == ["silence"] * 5 and tree.sources[5:] == ["runner_up"] * 2
+
+    class Step:
+        protocol = p
+
+    trimmed = SpeculativeListeningDecoder._trimmed(tree, Step())
+    assert trimmed.tokens == [p.speak, 40, 41, p.chunk_eos, p.listen]  # nothing after a terminator
+
+
+def test_bad_knobs_are_rejected():
+    with pytest.raises(ValueError, match="branches"):
+        SpeculativeListeningDecoder(branches=0)
+    with pytest.raises(ValueError, match="draft_with_pool"):
+        SpeculativeListeningDecoder(pool=False, draft_with_pool=True)

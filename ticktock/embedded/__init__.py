@@ -1,0 +1,1 @@
+"""The embedded default model: a small full-duplex speech LM trained here, shipped as package data."""

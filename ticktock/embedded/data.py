@@ -1,0 +1,143 @@
+"""Training examples for the embedded model: one whole session per example, laid out as the replay feeds it.
+
+Sequence of a session (``AUDIO`` marks the 10 audio-embedding slots of a chunk)::
+
+    <|im_start|>system ... <|im_end|>\\n  <unit> AUDIO*10 [tail] out_0 ...  </unit> <unit> AUDIO*10 [tail] out_1 ...
+
+which is token for token what ``ReplayEngine`` feeds (the previous chunk's last token, ``</unit>``,
+``<unit>``, audio, tool response, then the chunk's output). Labels: every output token is the target of
+the position before it; nothing else is trained (prompt, unit tokens, audio, tool responses).
+
+Example::
+
+    example = build_example(session, adapter, executor)
+    example.tokens[:3], example.mel.shape      # e.g. [1, 126, 87], (1500, 64) for a 15-chunk session
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ticktock.audio import load_audio
+from ticktock.embedded.targets import plan_session
+
+AUDIO = -1
+IGNORE = -100
+
+
+@dataclass
+class Example:
+    session_id: str
+    task: str
+    tokens: np.ndarray  # int32 [L], AUDIO at audio slots
+    labels: np.ndarray  # int32 [L], IGNORE where nothing is trained
+    mel: np.ndarray  # float16 [100 * chunks, n_mels]
+    decisions: np.ndarray  # int32 [chunks]: the target decision token of each chunk
+
+    @property
+    def length(self) -> int:
+        return int(self.tokens.shape[0])
+
+
+def layout(prompt: list[int], plans, protocol, embeds_per_chunk: int) -> tuple[list[int], list[int]]:
+    """Token ids (AUDIO for audio slots) and labels of a planned session."""
+    tokens, labels = list(prompt), [IGNORE] * len(prompt)
+    for t, plan in enumerate(plans):
+        head = ([protocol.unit_close] if t else []) + [protocol.unit_open]
+        known = head + [AUDIO] * embeds_per_chunk + list(plan.tail)
+        tokens += known
+        labels += [IGNORE] * len(known)
+        labels[-1] = plan.output[0]
+        tokens += plan.output
+        labels += plan.output[1:] + [IGNORE]
+    return tokens, labels
+
+
+def session_mel(session, frontend) -> np.ndarray:
+    """Log-mel frames of the whole session, zero-padded to whole chunks (exactly what streaming computes)."""
+    audio = load_audio(session.audio_path)
+    spans = session.chunk_spans()
+    total = int(round(spans[-1].end_s * frontend.sample_rate))
+    padded = np.zeros(total, dtype=np.float32)
+    padded[: min(total, audio.shape[0])] = audio[:total]
+    state = frontend.initial_state()
+    with torch.no_grad():
+        mel, _ = frontend.log_mel(torch.cat([state.samples, torch.from_numpy(padded)]))
+    return mel.numpy().astype(np.float16)
+
+
+def build_example(session, adapter, executor) -> Example:
+    if session.first_chunk_s not in (None, session.chunk_s) or session.chunk_s != 1.0:
+        raise ValueError(f"{session.session_id}: training uses 1 s chunks, got chunk_s={session.chunk_s}")
+    plans = plan_session(session, adapter, executor)
+    prompt = adapter.encode_text(adapter.prompt_text(None, []))
+    tokens, labels = layout(prompt, plans, adapter.protocol, adapter.frontend.embeds_per_second)
+    return Example(
+        session.session_id,
+        session.task,
+        np.asarray(tokens, dtype=np.int32),
+        np.asarray(labels, dtype=np.int32),
+        session_mel(session, adapter.frontend),
+        np.asarray([p.output[0] for p in plans], dtype=np.int32),
+    )
+
+
+def batches(examples: list[Example], max_tokens: int, rng: np.random.Generator) -> list[list[int]]:
+    """Index batches of similar length whose padded size stays under ``max_tokens``, in random order."""
+    order = sorted(range(len(examples)), key=lambda i: examples[i].length + rng.random())
+    result, current, longest = [], [], 0
+    for i in order:
+        longest_next = max(longest, examples[i].length)
+        if current and longest_next * (len(current) + 1) > max_tokens:
+            result.append(current)
+            current, longest_next = [], examples[i].length
+        current.append(i)
+        longest = longest_next
+    if current:
+        result.append(current)
+    rng.shuffle(result)
+    return result
+
+
+def collate(examples: list[Example], frontend, pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad a batch: token ids, labels, attention mask, audio-slot mask and mel (with silence context)."""
+    length = max(e.length for e in examples)
+    frames = max(e.mel.shape[0] for e in examples)
+    tokens = torch.full((len(examples), length), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), length), IGNORE, dtype=torch.long)
+    mask = torch.zeros((len(examples), length), dtype=torch.long)
+    mel = torch.full((len(examples), frontend.context_frames + frames, frontend.n_mels), frontend.silence_level())
+    for b, e in enumerate(examples):
+        tokens[b, : e.length] = torch.from_numpy(e.tokens.astype(np.int64))
+        labels[b, : e.length] = torch.from_numpy(e.labels.astype(np.int64))
+        mask[b, : e.length] = 1
+        mel[b, frontend.context_frames : frontend.context_frames + e.mel.shape[0]] = torch.from_numpy(e.mel.astype(np.float32))
+    audio = tokens == AUDIO
+    tokens[audio] = pad_id
+    return {"tokens": tokens, "labels": labels, "attention_mask": mask, "audio_slots": audio, "mel": mel}
+
+
+def forward_loss(model, frontend, batch: dict[str, torch.Tensor], bf16: bool = False) -> tuple[torch.Tensor, dict]:
+    """Cross-entropy over the output tokens of a collated batch (audio slots filled by the front-end).
+
+    ``bf16``: run the matrix products under CPU bfloat16 autocast (fp32 master weights), ~2x faster on
+    CPUs with AVX512-BF16.
+    """
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        embeds = model.get_input_embeddings()(batch["tokens"])
+        audio = frontend.embed_frames(batch["mel"])  # [B, chunks * 10, H]
+        slots = batch["audio_slots"]
+        counts = slots.sum(dim=1)
+        chosen = torch.cat([audio[b, : int(counts[b])] for b in range(audio.shape[0])]).to(embeds.dtype)
+        embeds = embeds.masked_scatter(slots[..., None], chosen)
+        out = model(inputs_embeds=embeds, attention_mask=batch["attention_mask"])
+    logits = out.logits.float()
+    labels = batch["labels"]
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE)
+    with torch.no_grad():
+        trained = labels != IGNORE
+        correct = (logits.argmax(-1) == labels) & trained
+    return loss, {"tokens": int(trained.sum()), "correct": int(correct.sum())}

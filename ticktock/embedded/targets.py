@@ -1,0 +1,167 @@
+"""Training targets for the embedded model: what the model should output in every chunk of a session.
+
+An oracle policy turns a session's turns and scripted behaviour (``expected.script``) into one unit per
+chunk, exactly in the MiniCPM-o / Gander layout the adapter decodes:
+
+- listen (``<|listen|>``) unless something below applies;
+- a reply to user turn i starts in the first chunk whose audio ends at least ``RESPOND_AFTER_S`` after the
+  turn ends (the model has heard the end of the turn); its text is spread over consecutive speak units of
+  K text tokens (``<|speak|> t1..tK <|chunk_eos|>``, the last one with ``<|turn_eos|>``);
+- tool calls: ``<tool_call>{json}</tool_call>... <|chunk_eos|>`` units, independent calls together, a call
+  that needs an earlier result in a later unit; the mock tool world answers each unit's calls in the next
+  chunk's tail (``<tool_response>`` per call, as the engine injects them); the spoken answer follows;
+- a barge-in (script action "stop"): ``<|interrupt|>`` in the first chunk with ``BARGE_IN_S`` of the
+  barge-in heard, dropping the rest of the reply; user backchannels, side talk and background speech
+  change nothing (the reply goes on, or the model keeps listening);
+- a model backchannel (``<|backchannel|> mm-hmm <|chunk_eos|>``) in the first chunk ``BACKCHANNEL_AFTER_S``
+  into the user's pause, if the model is not speaking.
+
+Example::
+
+    plan = plan_session(session, tokenizer_adapter, executor)    # one ChunkPlan per chunk
+    plan[4].output   # e.g. [<|speak|>, 'The', ' capital', ... , <|chunk_eos|>]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from ticktock.manifest import Session
+
+RESPOND_AFTER_S = 0.5  # silence heard after a user turn before the reply starts
+BARGE_IN_S = 0.3  # barge-in speech heard before the model stops
+BACKCHANNEL_AFTER_S = 0.4  # pause heard before a model backchannel
+
+
+@dataclass
+class ChunkPlan:
+    """Known inputs after the audio (``tail``) and the target output of one chunk."""
+
+    tail: list[int] = field(default_factory=list)
+    output: list[int] = field(default_factory=list)
+    label: str = "listen"
+
+
+def tool_call_text(call: dict) -> str:
+    """The text the model writes inside <tool_call>: Hermes/Qwen form, json.dumps default separators."""
+    return json.dumps({"name": call["function"], "arguments": call["args"]}, ensure_ascii=False)
+
+
+def speak_units(adapter, text: str) -> list[list[int]]:
+    """A reply's speak units: K text tokens each, the last one closing the turn."""
+    p = adapter.protocol
+    tokens = adapter.encode_text(" " + text.strip())
+    k = p.max_text_tokens
+    pieces = [tokens[i : i + k] for i in range(0, len(tokens), k)] or [[]]
+    units = [[p.speak, *piece, p.chunk_eos] for piece in pieces]
+    units[-1].insert(-1, p.turn_eos)
+    return units
+
+
+def tool_unit(adapter, calls: list[dict]) -> list[int]:
+    """One tool unit holding ``calls`` (Gander allows several independent calls per unit)."""
+    p = adapter.protocol
+    unit = []
+    for call in calls:
+        unit += [p.tool_call_open, *adapter.encode_text(tool_call_text(call)), p.tool_call_close]
+    return unit + [p.chunk_eos]
+
+
+def call_groups(calls: list[dict], request_text: str, executor, limit: int = 4) -> list[list[dict]]:
+    """Split calls into units: a call that uses a value only an earlier call's result holds (a flight id,
+    a product id, an address) starts a new unit; independent calls share one (at most ``limit``)."""
+    groups: list[list[dict]] = []
+    results = ""
+    for call in calls:
+        values = [str(v) for v in call["args"].values()]
+        dependent = any(v in results and v not in request_text for v in values)
+        if not groups or dependent or len(groups[-1]) >= limit:
+            groups.append([])
+        groups[-1].append(call)
+        results += executor.respond(call)
+    return groups
+
+
+def backchannel_unit(adapter, text: str) -> list[int]:
+    p = adapter.protocol
+    return [p.backchannel, *adapter.encode_text(" " + text.strip()), p.chunk_eos]
+
+
+@dataclass
+class _Reply:
+    """One scheduled response: tool-call units (each a list of calls), then speech units."""
+
+    calls: list[dict]
+    speech: list[list[int]]
+    call_units: list[list[dict]] = field(default_factory=list)
+
+
+def _replies(session: Session, adapter, executor) -> dict[int, _Reply]:
+    replies: dict[int, _Reply] = {}
+    for action in session.expected.get("script", []):
+        kind = action.get("action")
+        reply = replies.setdefault(action["turn"], _Reply([], []))
+        if kind == "tool_call":
+            reply.calls.append(action["call"])
+        elif kind in ("speak", "speak_after_tools"):
+            reply.speech.extend(speak_units(adapter, action["text"]))
+    for turn, reply in replies.items():
+        reply.call_units = call_groups(reply.calls, session.turns[turn].text, executor) if reply.calls else []
+    return {turn: r for turn, r in replies.items() if r.calls or r.speech}
+
+
+def _first_chunk_after(time_s: float, spans) -> int:
+    """Index of the first chunk whose audio ends at or after ``time_s``."""
+    for span in spans:
+        if span.end_s >= time_s - 1e-9:
+            return span.index
+    return math.inf
+
+
+def plan_session(session: Session, adapter, executor) -> list[ChunkPlan]:
+    """The oracle policy's output (and injected tool responses) for every chunk of ``session``."""
+    spans = session.chunk_spans()
+    turns = session.turns
+    script = session.expected.get("script", [])
+    replies = _replies(session, adapter, executor)
+    reply_at = {_first_chunk_after(turns[i].end_s + RESPOND_AFTER_S, spans): i for i in replies}
+    stops = {
+        _first_chunk_after(turns[a["turn"]].start_s + BARGE_IN_S, spans)
+        for a in script
+        if a.get("action") == "stop"
+    }
+    backchannels = {
+        _first_chunk_after(a["at_s"] + BACKCHANNEL_AFTER_S, spans): a["text"]
+        for a in script
+        if a.get("action") == "backchannel"
+    }
+    plans = [ChunkPlan() for _ in spans]
+    queue: deque = deque()  # ("calls", [call, ...]) or ("speech", unit)
+    pending_tail: list[int] = []
+    for t in range(len(spans)):
+        plan = plans[t]
+        plan.tail, pending_tail = pending_tail, []
+        if t in stops and queue:
+            queue.clear()
+            plan.output, plan.label = [adapter.protocol.interrupt], "interrupt"
+            continue
+        if t in reply_at:
+            reply = replies[reply_at[t]]
+            queue.clear()
+            queue.extend(("calls", calls) for calls in reply.call_units)
+            queue.extend(("speech", unit) for unit in reply.speech)
+        if queue:
+            kind, item = queue.popleft()
+            if kind == "calls":
+                plan.output, plan.label = tool_unit(adapter, item), "tool"
+                pending_tail = [t for call in item for t in adapter.tool_response_tokens(executor.respond(call))]
+            else:
+                plan.output, plan.label = list(item), "speak"
+        elif t in backchannels:
+            plan.output, plan.label = backchannel_unit(adapter, backchannels[t]), "backchannel"
+        else:
+            plan.output = [adapter.protocol.listen]
+    return plans

@@ -1,0 +1,194 @@
+"""Task scores of a replayed session, computed from its result rows and the manifest's expectations.
+
+Pure functions over plain Python data (no torch, no model): the inputs are one session's chunk rows
+(dicts with chunk_index, start_s, arrival_s, kind, output_text, tool_calls_json) and the manifest's
+``expected`` and ``turns`` (as stored in sessions.parquet). Every metric is a count pair (hits, trials) so
+that rates can be pooled over sessions.
+
+- ``qa``: for every answered question (``expected.answers``), the reference answer (or an alias) appears
+  in the model's spoken reply to that turn (normalised: lower case, punctuation removed).
+- ``tool_strict``: the session's tool calls equal the expected calls (FDB v3 strict pass: every expected
+  call with the right arguments, nothing missing, nothing extra); ``tool_args``: expected calls matched
+  with exactly right arguments; ``tool_json``: tool-call spans that are valid calls.
+- ``respond``: user turns expecting a response that get one (speech or a tool call) within 2 chunks after
+  the turn ends; ``false_speak``: chunks where the user addresses the model and the model speaks (barge-in
+  allowance aside); ``stop``: barge-ins after which the model stops within 2 chunks; ``keep``: user
+  backchannels / side talk during a reply that the model speaks through; ``ignore``: side talk and
+  background speech (while listening) that get no response; ``backchannel``: scripted backchannel
+  opportunities where the model backchannels within 2 chunks.
+
+Example::
+
+    >>> normalise("The capital of France is Paris.")
+    'the capital of france is paris'
+    >>> calls_match({"function": "f", "args": {"n": "2", "s": "Tokyo"}}, {"function": "f", "args": {"n": 2, "s": "tokyo"}})
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+
+SPECIAL = re.compile(r"<\|[a-z_]+\|>|</?(?:unit|tool_call|tool_response)>")
+ADDRESSED_ROLES = ("request", "statement", "interruption")
+WINDOW_CHUNKS = 2
+
+
+def normalise(text: str) -> str:
+    text = SPECIAL.sub(" ", text).lower()
+    text = re.sub(r"[^a-z0-9.:]+", " ", text)
+    text = re.sub(r"(?<![0-9])[.:]|[.:](?![0-9])", " ", text)
+    return " ".join(text.split())
+
+
+def speech(chunk: dict) -> str:
+    return SPECIAL.sub(" ", chunk["output_text"]) if chunk["kind"] == "speak" else ""
+
+
+def _value(v):
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return " ".join(v.lower().replace("_", " ").split())
+    return json.dumps(v, sort_keys=True)
+
+
+def calls_match(made: dict, expected: dict) -> bool:
+    """Same function and the same arguments (strings case-insensitive, numbers by value)."""
+    if made.get("function") != expected["function"]:
+        return False
+    args, want = made.get("args") or {}, expected["args"]
+    return set(args) == set(want) and all(_value(args[k]) == _value(want[k]) for k in want)
+
+
+def first_chunk_at_or_after(chunks: list[dict], time_s: float) -> int:
+    """Index (in ``chunks``) of the chunk whose audio contains ``time_s`` (or the last one)."""
+    for i, c in enumerate(chunks):
+        if c["arrival_s"] > time_s:
+            return i
+    return len(chunks) - 1
+
+
+def _reply_text(chunks, turns, index) -> str:
+    turn = turns[index]
+    later = [t["start_s"] for t in turns[index + 1 :] if t["speaker"] == "user" and t.get("expects_response")]
+    stop = (min(later) + WINDOW_CHUNKS) if later else math.inf
+    return " ".join(speech(c) for c in chunks if turn["end_s"] < c["arrival_s"] <= stop)
+
+
+def score_qa(chunks, expected, turns) -> Counter:
+    score = Counter()
+    for answer in expected.get("answers") or _single_answer(expected):
+        if answer.get("turn") is None or answer["turn"] >= len(turns):
+            continue
+        reply = normalise(_reply_text(chunks, turns, answer["turn"]))
+        options = [answer["reference_answer"], *answer.get("answer_aliases", [])]
+        score["qa_trials"] += 1
+        score["qa_hits"] += any(f" {normalise(o)} " in f" {reply} " for o in options if normalise(o))
+    return score
+
+
+def _single_answer(expected) -> list[dict]:
+    if not expected.get("reference_answer"):
+        return []
+    return [{"turn": 0, "reference_answer": expected["reference_answer"], "answer_aliases": expected.get("answer_aliases", [])}]
+
+
+def score_tools(chunks, expected) -> Counter:
+    want = expected.get("tool_calls") or []
+    made_raw = [call for c in chunks if c.get("tool_calls_json") for call in json.loads(c["tool_calls_json"])]
+    if not want and not made_raw:
+        return Counter()
+    made = [c for c in made_raw if c is not None]
+    score = Counter(tool_json_trials=len(made_raw), tool_json_hits=len(made))
+    unmatched = list(made)
+    for call in want:
+        hit = next((m for m in unmatched if calls_match(m, call)), None)
+        score["tool_args_trials"] += 1
+        if hit is not None:
+            score["tool_args_hits"] += 1
+            unmatched.remove(hit)
+    if want:
+        score["tool_strict_trials"] += 1
+        score["tool_strict_hits"] += int(score["tool_args_hits"] == len(want) and not unmatched)
+    return score
+
+
+def _responds(kind: str) -> bool:
+    return kind in ("speak", "tool")
+
+
+def score_turn_taking(chunks, expected, turns) -> Counter:
+    score = Counter()
+    behaviour = expected.get("behaviour") or {}
+    actions = expected.get("script") or []
+    for i, turn in enumerate(turns):
+        if turn["speaker"] == "user" and turn.get("expects_response"):
+            first = first_chunk_at_or_after(chunks, turn["end_s"])
+            window = chunks[first : first + WINDOW_CHUNKS + 1]
+            score["respond_trials"] += 1
+            score["respond_hits"] += any(_responds(c["kind"]) for c in window)
+    barge = behaviour.get("barge_in_s")
+    if barge is not None:
+        start = first_chunk_at_or_after(chunks, barge)
+        if start > 0 and chunks[start - 1]["kind"] == "speak":
+            score["stop_trials"] += 1
+            score["stop_hits"] += any(c["kind"] in ("listen", "interrupt") for c in chunks[start : start + WINDOW_CHUNKS + 1])
+    allowance = set()
+    if barge is not None:
+        start = first_chunk_at_or_after(chunks, barge)
+        allowance = set(range(start, start + WINDOW_CHUNKS + 1))
+    for i, c in enumerate(chunks):
+        if i in allowance or not _addressed(c, turns):
+            continue
+        score["false_speak_trials"] += 1
+        score["false_speak_hits"] += c["kind"] == "speak"
+    for action in actions:
+        turn = turns[action["turn"]] if action["turn"] < len(turns) else None
+        if turn is None:
+            continue
+        if action["action"] == "keep_speaking":
+            start = first_chunk_at_or_after(chunks, turn["start_s"])
+            if start > 0 and chunks[start - 1]["kind"] == "speak":
+                score["keep_trials"] += 1
+                score["keep_hits"] += chunks[start]["kind"] == "speak"
+        elif action["action"] == "ignore":
+            start = first_chunk_at_or_after(chunks, turn["start_s"])
+            if start > 0 and chunks[start - 1]["kind"] == "speak":
+                continue  # during a reply: counted as keep-speaking behaviour, not as a new response
+            end = first_chunk_at_or_after(chunks, turn["end_s"])
+            score["ignore_trials"] += 1
+            score["ignore_hits"] += not any(_responds(c["kind"]) for c in chunks[start : end + WINDOW_CHUNKS + 1])
+        elif action["action"] == "backchannel":
+            start = first_chunk_at_or_after(chunks, action["at_s"])
+            score["backchannel_trials"] += 1
+            score["backchannel_hits"] += any(c["kind"] == "backchannel" for c in chunks[start : start + WINDOW_CHUNKS + 1])
+    return score
+
+
+def _addressed(chunk, turns) -> bool:
+    """The user is speaking to the model in this chunk (a request, statement or barge-in word)."""
+    return any(
+        t["speaker"] == "user" and t["role"] in ADDRESSED_ROLES and t["start_s"] < chunk["arrival_s"] and t["end_s"] > chunk["start_s"]
+        for t in turns
+    )
+
+
+def score_session(chunks: list[dict], expected: dict, turns: list[dict]) -> Counter:
+    """All count pairs of one session (chunks ordered by chunk_index)."""
+    chunks = sorted(chunks, key=lambda c: c["chunk_index"])
+    return score_qa(chunks, expected, turns) + score_tools(chunks, expected) + score_turn_taking(chunks, expected, turns)
+
+
+def rates(counts: Counter) -> dict[str, float]:
+    """hits / trials for every metric with trials."""
+    names = sorted({k.rsplit("_", 1)[0] for k in counts if k.endswith("_trials")})
+    return {n: counts[f"{n}_hits"] / counts[f"{n}_trials"] for n in names if counts[f"{n}_trials"]}
