@@ -1,0 +1,68 @@
+"""Hand-made run directories for the table tests: real schema and version metadata, tiny made-up rows.
+
+``write_run(folder, decoder, chunks, sessions)`` fills every schema column the test does not give.
+Chunk dicts need at least session_id and chunk_index; session dicts at least session_id.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ticktock.results.schema import SCHEMA_VERSION, TABLES
+
+CHUNK_DEFAULTS = {
+    "task": "llama_questions", "start_s": 0.0, "arrival_s": 1.0, "user_speaking": False, "kind": "listen",
+    "num_output_tokens": 1, "output_token_ids": [7], "output_text": "", "ends_turn": False, "is_onset": False,
+    "injected_text": "", "tool_calls_json": "", "num_post_audio_forwards": 1, "post_audio_ms": 100.0,
+    "post_audio_wall_ms": 1.0, "carried_ms": 0.0, "lag_before_ms": 0.0, "lag_ms": 0.0, "response_ms": 100.0,
+    "missed_deadline": False, "idle_budget_ms": 900.0, "idle_used_ms": 0.0, "idle_wall_ms": 0.0,
+    "num_draft_forwards": 0, "num_idle_draft_tokens": 0, "num_draft_tokens": 0, "num_accepted_draft_tokens": 0,
+    "draft_source": None, "draft_full_match": None, "first_token_changed": None, "pool_hits": None,
+}
+SESSION_DEFAULTS = {
+    "task": "llama_questions", "num_chunks": 1, "duration_s": 1.0, "max_lag_ms": 0.0, "mean_lag_ms": 0.0,
+    "num_missed_deadlines": 0, "onset_latencies_ms": [], "mean_onset_ms": None, "tool_call_latencies_ms": [],
+    "mean_tool_call_ms": None, "speech_text": "", "tool_calls_json": "[]", "expected_json": "{}", "turns_json": "[]",
+    "replay_wall_s": 0.1,
+}
+MODELED = {"name": "modeled", "profile": "test-profile", "profile_device": "Test GPU (derived)",
+           "profile_model": "test", "profile_provenance": "DERIVED for tests"}
+
+
+def chunk(session_id: str, index: int, **values) -> dict:
+    return {"session_id": session_id, "chunk_index": index, **values}
+
+
+def write_run(folder: Path, decoder: str, chunks: list[dict], sessions: list[dict] | None = None, *,
+              model: str = "m", temperature: float = 0.0, seed: int = 0, clock: dict | None = None,
+              version: int = SCHEMA_VERSION, status: str = "complete") -> Path:
+    """A complete run directory with run.json and the three parquet tables."""
+    folder.mkdir(parents=True, exist_ok=True)
+    clock = clock or MODELED
+    identity = {"run_id": f"{model}-{decoder}-{temperature}", "model": model, "decoder": decoder, "clock": clock["name"]}
+    if sessions is None:
+        sessions = [{"session_id": s, "task": next(c.get("task", "llama_questions") for c in chunks if c["session_id"] == s)}
+                    for s in dict.fromkeys(c["session_id"] for c in chunks)]
+    rows = {
+        "chunks": [{**identity, **CHUNK_DEFAULTS, **c} for c in chunks],
+        "sessions": [{**identity, **SESSION_DEFAULTS, **s} for s in sessions],
+        "forwards": [],
+    }
+    for name, schema in TABLES.items():
+        versioned = schema.with_metadata({b"ticktock_schema_version": str(version).encode()})
+        table = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows[name]], schema=versioned)
+        pq.write_table(table, folder / f"{name}.parquet")
+    meta = {
+        "run_id": identity["run_id"], "schema_version": version, "status": status, "clock": clock,
+        "config": {"model": {"name": model}, "decoder": {"name": decoder}, "clock": {"name": clock["name"]},
+                   "sampling": {"temperature": temperature, "top_k": 0, "top_p": 1.0}, "seed": seed,
+                   "task": {"name": "test"}},
+        "environment": {"cpu": "Test CPU", "cuda_device": None, "model": {"name": model, "architecture": "Tiny"}},
+        "decoder": {"name": decoder},
+    }
+    (folder / "run.json").write_text(json.dumps(meta))
+    return folder

@@ -1,0 +1,87 @@
+import json
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+from table_runs import chunk, write_run
+
+from ticktock.tables import TablesError, load_results
+from ticktock.tables.paper import paper_numbers
+
+
+def test_importing_the_tables_never_imports_torch_or_model_code():
+    code = ("import sys, ticktock.tables, ticktock.tables.__main__, ticktock.tables.figures, ticktock.tables.report;"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers') "
+            "or m.startswith(('ticktock.adapters', 'ticktock.engine', 'ticktock.decoders')));"
+            "print(heavy); assert not heavy")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_missing_path_and_empty_folder_give_clear_errors(tmp_path):
+    with pytest.raises(TablesError, match=r"nowhere: no such file or folder"):
+        load_results([str(tmp_path / "nowhere")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TablesError, match=r"empty: no result runs found"):
+        load_results([str(tmp_path / "empty")])
+    with pytest.raises(TablesError, match=r"no such file or folder"):
+        load_results([str(tmp_path / "x*")])
+
+
+def test_schema_version_mismatch_names_the_file(tmp_path):
+    write_run(tmp_path / "old", "ar", [chunk("s", 0)], version=99)
+    with pytest.raises(TablesError, match=r"old/run\.json: schema_version 99, but these tables read version 1"):
+        load_results([str(tmp_path)])
+
+
+def test_parquet_version_mismatch_names_the_parquet_file(tmp_path):
+    run = write_run(tmp_path / "r", "ar", [chunk("s", 0)])
+    table = pq.read_table(run / "chunks.parquet")
+    pq.write_table(table.replace_schema_metadata({b"ticktock_schema_version": b"7"}), run / "chunks.parquet")
+    with pytest.raises(TablesError, match=r"r/chunks\.parquet: schema version 7"):
+        load_results([str(tmp_path)])
+
+
+def test_globs_and_nested_folders_are_discovered_and_grouped_by_setup(tmp_path):
+    write_run(tmp_path / "a" / "ar", "ar", [chunk("s", 0)])
+    write_run(tmp_path / "a" / "sl", "speclisten", [chunk("s", 0)])
+    write_run(tmp_path / "b" / "ar_t1", "ar", [chunk("s", 0)], temperature=1.0)
+    results = load_results([str(tmp_path / "a"), str(tmp_path / "b" / "*")])
+    assert [(c.decoder, c.setup.temperature) for c in results.cells] == [("ar", 0.0), ("speclisten", 0.0), ("ar", 1.0)]
+    assert results.cells[0].setup.device == "Test GPU (derived)"
+
+
+def test_runs_of_one_cell_with_disjoint_sessions_are_combined_but_overlaps_refused(tmp_path):
+    write_run(tmp_path / "x" / "ar1", "ar", [chunk("s1", 0)])
+    write_run(tmp_path / "x" / "ar2", "ar", [chunk("s2", 0)])
+    results = load_results([str(tmp_path / "x")])
+    assert len(results.cells) == 1 and len(results.cells[0].chunks) == 2
+    write_run(tmp_path / "x" / "ar3", "ar", [chunk("s2", 0)])
+    with pytest.raises(TablesError, match=r"overlap \(e\.g\. session s2 chunk 0\)"):
+        load_results([str(tmp_path / "x")])
+
+
+def test_incomplete_runs_are_used_with_a_warning(tmp_path):
+    write_run(tmp_path / "r", "ar", [chunk("s", 0)], status="interrupted")
+    assert "status 'interrupted'" in load_results([str(tmp_path)]).warnings[0]
+
+
+def test_paper_numbers_cite_table_row_column_and_value():
+    numbers = paper_numbers()
+    assert len(numbers) > 40
+    for entry in numbers:
+        assert {"table", "row", "column", "value", "decoder"} <= set(entry), entry
+        assert isinstance(entry["value"], (int, float))
+    gander = [e for e in numbers if e["table"] == 2 and e["row"] == "Gander" and e["column"] == "speak speedup"]
+    assert gander[0]["value"] == 2.60
+    json.dumps(numbers)
+
+
+@pytest.mark.parametrize("module", ["metrics", "paper", "common", "render", "quality"])
+def test_docstring_examples_hold(module):
+    import doctest
+    import importlib
+
+    failures, _ = doctest.testmod(importlib.import_module(f"ticktock.tables.{module}"), optionflags=doctest.ELLIPSIS)
+    assert failures == 0

@@ -1,0 +1,70 @@
+"""Losslessness and quality tables: the failure is loud, greedy differences are flagged, sampling gets CIs."""
+
+import json
+
+import pytest
+from table_runs import chunk, write_run
+
+from ticktock.tables import load_results
+from ticktock.tables.quality import losslessness_table, quality_table, wilson
+
+TURNS = [{"speaker": "user", "role": "request", "text": "capital of france", "start_s": 0.0, "end_s": 0.5,
+          "expects_response": True}]
+EXPECTED = {"answers": [{"turn": 0, "reference_answer": "Paris", "answer_aliases": []}], "tool_calls": []}
+
+
+def qa_run(folder, decoder, answers, temperature=0.0):
+    chunks = [chunk(f"s{i}", 0, kind="speak", start_s=0.0, arrival_s=1.0, output_text=a, output_token_ids=[len(a)])
+              for i, a in enumerate(answers)]
+    sessions = [{"session_id": f"s{i}", "expected_json": json.dumps(EXPECTED), "turns_json": json.dumps(TURNS)}
+                for i in range(len(answers))]
+    return write_run(folder, decoder, chunks, sessions, temperature=temperature)
+
+
+def test_wilson_interval():
+    assert [round(x, 4) for x in wilson(8, 10)] == [0.4902, 0.9433]
+    assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0
+
+
+def test_losslessness_ok_and_failure(tmp_path):
+    write_run(tmp_path / "ar", "ar", [chunk("s", 0, output_token_ids=[1, 2]), chunk("s", 1, output_token_ids=[3])])
+    write_run(tmp_path / "sl", "speclisten", [chunk("s", 0, output_token_ids=[1, 2]), chunk("s", 1, output_token_ids=[3])])
+    write_run(tmp_path / "pld", "pld", [chunk("s", 0, output_token_ids=[1, 2]), chunk("s", 1, output_token_ids=[3, 4])])
+    table = losslessness_table(load_results([str(tmp_path)]))
+    assert table.frame[["decoder", "chunks", "identical", "identical to ar", "first difference (session/chunk)",
+                        "status"]].to_dict("records") == [
+        {"decoder": "pld", "chunks": 2, "identical": 1, "identical to ar": 0.5,
+         "first difference (session/chunk)": "s/1", "status": "FAILURE"},
+        {"decoder": "speclisten", "chunks": 2, "identical": 2, "identical to ar": 1.0,
+         "first difference (session/chunk)": "", "status": "ok"},
+    ]
+    assert len(table.failures) == 1 and table.failures[0].startswith("FAILURE: pld is lossless by design but only 50.0%")
+
+
+def test_greedy_quality_must_equal_the_baseline(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["It is Paris.", "Paris", "London"])
+    qa_run(tmp_path / "sl", "speclisten", ["It is Paris.", "Paris", "London"])
+    qa_run(tmp_path / "bad", "pld", ["It is Paris.", "Rome", "London"])
+    table = quality_table(load_results([str(tmp_path)]))
+    rows = {r["decoder"]: r for r in table.frame.to_dict("records")}
+    assert rows["ar"]["qa"] == "66.7% (2/3)" and rows["speclisten"]["qa"] == "66.7% (2/3)"
+    assert rows["pld"]["qa"] == "33.3% (1/3) ≠ar"
+    assert rows["ar"]["respond"] == "100.0% (3/3)"
+    assert table.failures == ["FAILURE: pld task scores differ from ar under greedy decoding in setup "
+                              "m / modeled:test-profile / Test GPU (derived) / T=0 / seed 0: qa 1/3 vs 2/3"]
+
+
+def test_sampled_quality_shows_wilson_intervals_and_no_failure(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["Paris"] * 8 + ["no"] * 2, temperature=0.7)
+    qa_run(tmp_path / "sl", "speclisten", ["Paris"] * 7 + ["no"] * 3, temperature=0.7)
+    table = quality_table(load_results([str(tmp_path)]))
+    assert table.frame["qa"].tolist() == ["80.0% (8/10) [49.0, 94.3]", "70.0% (7/10) [39.7, 89.2] ≠ar"]
+    assert table.failures == []
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_quality_pools_counts_over_sessions(tmp_path, greedy):
+    qa_run(tmp_path / "ar", "ar", ["Paris", "x"], temperature=0.0 if greedy else 1.0)
+    table = quality_table(load_results([str(tmp_path)]))
+    assert table.frame["sessions"].tolist() == [2]
+    assert table.frame["qa"][0].startswith("50.0% (1/2)")

@@ -1,0 +1,107 @@
+"""Build every table and figure from loaded results, write them, and print the headline tables.
+
+Example::
+
+    >>> from ticktock.tables import build_tables, load_results, print_headline
+    >>> results = load_results(["results/runs"])                   # doctest: +SKIP
+    >>> built = build_tables(results, baseline="ar")                # doctest: +SKIP
+    >>> written = write_outputs(built, results, Path("results/tables/x"), ("md", "csv", "tex", "html"))  # doctest: +SKIP
+    >>> print_headline(results)                                     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ticktock.tables import analysis, compute, quality
+from ticktock.tables.common import Table
+from ticktock.tables.load import Results, TablesError, load_results
+from ticktock.tables.render import markdown, write_tables
+
+HEADLINE = (compute.speak_speedup_table, compute.tool_speedup_table, compute.latency_table)
+FIGURE_TABLES = {"fig4a_forwards_by_length": "fig4a_forwards_by_length.png", "fig4b_temperature": "fig4b_temperature.png"}
+
+
+@dataclass
+class Built:
+    tables: list[Table]
+    fig4a: pd.DataFrame
+    fig4b: pd.DataFrame
+
+    @property
+    def failures(self) -> list[str]:
+        return [f for t in self.tables for f in t.failures]
+
+
+def _as_results(results: Results | list[str] | str) -> Results:
+    if isinstance(results, Results):
+        return results
+    return load_results([results] if isinstance(results, (str, Path)) else [str(r) for r in results])
+
+
+def check_baseline(results: Results, baseline: str) -> None:
+    if not any(c.decoder == baseline for c in results.cells):
+        decoders = sorted({c.decoder for c in results.cells})
+        raise TablesError(f"no {baseline!r} run among the results (decoders: {', '.join(decoders)}); "
+                          "--baseline names the decoder every speedup is measured against")
+
+
+def build_tables(results: Results, baseline: str = "ar") -> Built:
+    """Every table, headline tables first, then the analysis, losslessness and quality tables."""
+    check_baseline(results, baseline)
+    data4a, data4b = analysis.fig4a_data(results), analysis.fig4b_data(results, baseline)
+    tables = [table(results, baseline) for table in HEADLINE]
+    tables += [compute.max_lag_table(results, baseline), compute.ablation_table(results, baseline),
+               analysis.acceptance_table(results), analysis.fig4a_table(results, data4a),
+               analysis.fig4b_table(results, baseline, data4b), analysis.fig4c_table(results),
+               quality.losslessness_table(results, baseline), quality.quality_table(results, baseline)]
+    return Built(tables, data4a, data4b)
+
+
+def headline_text(tables: list[Table]) -> str:
+    """The tables in Markdown, with their common provenance printed once, first."""
+    provenance = list(dict.fromkeys(p for t in tables for p in t.provenance))
+    head = "Produced by:\n" + "\n".join(f"- {p}" for p in provenance) + "\n\n" if provenance else ""
+    return head + "\n\n".join(markdown(t, provenance=False) for t in tables) + "\n"
+
+
+def print_headline(results: Results | list[str] | str, baseline: str = "ar", file=None) -> list[Table]:
+    """Print Table 2, the tool-call table and Table 5 (Markdown) for results or result paths/globs."""
+    results = _as_results(results)
+    check_baseline(results, baseline)
+    tables = [table(results, baseline) for table in HEADLINE]
+    print(headline_text(tables), file=file or sys.stdout)
+    return tables
+
+
+def print_failures(failures: list[str], file=None) -> None:
+    """Loud failure block (stderr by default)."""
+    out = file or sys.stderr
+    if not failures:
+        return
+    bar = "!" * 100
+    print(f"\n{bar}\n{len(failures)} FAILURE(S)", file=out)
+    for failure in failures:
+        print(f"  {failure}", file=out)
+    print(bar, file=out)
+
+
+def write_outputs(built: Built, results: Results, out: Path, formats: tuple[str, ...]) -> list[Path]:
+    """Table files, PNG figures and (with 'html') report.html in ``out``."""
+    from ticktock.tables.figures import write_figures
+    from ticktock.tables.report import html_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = write_tables(built.tables, out, formats)
+    figures = write_figures(built.fig4a, built.fig4b, out)
+    written += figures
+    if "html" in formats:
+        by_table = {key: out / name for key, name in FIGURE_TABLES.items() if out / name in figures}
+        path = out / "report.html"
+        path.write_text(html_report(built.tables, by_table, results))
+        written.append(path)
+    return written

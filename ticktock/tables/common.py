@@ -1,0 +1,130 @@
+"""The ``Table`` record every builder returns, and the setup columns and provenance notes they share.
+
+Every table says which model, clock (with the cost profile and its provenance) and device produced it:
+rows carry the setup columns that vary across the results (always the model; the clock, device,
+temperature and seed only when several are present), and the notes carry the full provenance.
+
+Example::
+
+    >>> import pandas as pd
+    >>> t = Table("demo", "Demo", pd.DataFrame({"decoder": ["ar"], "speedup": [1.0]}), {"speedup": ".2f"})
+    >>> t.formatted().to_dict("records")
+    [{'decoder': 'ar', 'speedup': '1.00'}]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ticktock.tables.load import Results, Setup
+
+MISSING = "–"
+
+
+@dataclass
+class Table:
+    """A display-ready table: ``frame`` holds numbers (formatted by ``formats``) or strings; ``notes``
+    explain it, ``failures`` are check failures to print loudly, ``provenance`` says what produced it."""
+
+    key: str
+    title: str
+    frame: pd.DataFrame
+    formats: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    provenance: list[str] = field(default_factory=list)  # model, clock (profile, provenance), device, sampling
+
+    def formatted(self) -> pd.DataFrame:
+        """Every cell as text: numbers by their column format, missing values as a dash."""
+        out = self.frame.astype(object).copy()
+        for column in out.columns:
+            spec = self.formats.get(column)
+            out[column] = [format_cell(v, spec) for v in self.frame[column]]
+        return out
+
+
+def format_cell(value, spec: str | None = None) -> str:
+    """One cell as text.
+
+    >>> format_cell(0.5, ".1%"), format_cell(float("nan"), ".2f"), format_cell(3), format_cell(None)
+    ('50.0%', '–', '3', '–')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if spec and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(value, spec)
+    return str(value)
+
+
+def varying(results: Results) -> list[str]:
+    """Setup fields shown as row columns: the model always, the others when they take several values."""
+    setups = results.setups()
+    shown = ["model"]
+    for name in ("clock", "device", "temperature", "seed", "top_k", "top_p"):
+        if len({getattr(s, name) for s in setups}) > 1:
+            shown.append(name)
+    return shown
+
+
+COLUMN_NAMES = {"temperature": "T"}
+
+
+def setup_columns(setup: Setup, shown: list[str]) -> dict:
+    return {COLUMN_NAMES.get(name, name): getattr(setup, name) for name in shown}
+
+
+def describe_model(meta: dict) -> str:
+    model = (meta.get("environment") or {}).get("model") or {}
+    parts = [str(model[k]) for k in ("architecture",) if model.get(k)]
+    if model.get("parameters"):
+        parts.append(f"{int(model['parameters']):,} parameters")
+    parts += [f"{model[k]}" for k in ("dtype",) if model.get(k)]
+    if model.get("device"):
+        parts.append(f"run on {model['device']}")
+    return ", ".join(parts) or "no description recorded"
+
+
+def describe_clock(meta: dict, setup: Setup) -> str:
+    clock = meta.get("clock") or {}
+    if clock.get("profile"):
+        provenance = clock.get("profile_provenance") or "no provenance recorded"
+        return (f"clock {setup.clock}: modeled from cost profile {clock['profile']} for device {setup.device}; "
+                f"provenance: {provenance}")
+    return f"clock {setup.clock}: measured on device {setup.device}"
+
+
+def provenance_notes(results: Results, setups: list[Setup] | None = None) -> list[str]:
+    """One line per model and per clock (with its device and profile provenance) behind the table."""
+    setups = setups if setups is not None else results.setups()
+    lines, seen = [], set()
+    for setup in setups:
+        cell = next(c for c in results.cells if c.setup == setup)
+        for line in (f"model {setup.model}: {describe_model(cell.meta)}", describe_clock(cell.meta, setup)):
+            if line not in seen:
+                seen.add(line)
+                lines.append(line)
+        sampling = f"T={setup.temperature:g}, seed {setup.seed}"
+        if setup.top_k or setup.top_p != 1.0:
+            sampling += f", top_k {setup.top_k}, top_p {setup.top_p:g}"
+        if sampling not in seen:
+            seen.add(sampling)
+            lines.append(f"sampling: {sampling}" + (" (greedy)" if setup.temperature == 0 else ""))
+    return lines
+
+
+def setup_label(setup: Setup) -> str:
+    """A one-line name of a setup (for notes, errors and figure panels).
+
+    >>> setup_label(Setup("m", "wall", "cpu", 0.3, 0, 1.0, 0))
+    'm / wall / cpu / T=0.3 / seed 0'
+    """
+    return f"{setup.model} / {setup.clock} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
+
+
+def run_names(cell) -> str:
+    return f"{cell.decoder} run(s) {cell.names}"

@@ -1,0 +1,158 @@
+"""The latency tables: speak speedup (Table 2), tool-call speedup, max lag (Table 3), the Speculative
+Listening ablation (Table 4) and user-perceived latency (Table 5).
+
+Each builder takes the loaded ``Results`` and the baseline decoder's name and returns a ``Table``. Paired
+quantities (speedups) compare each decoder with the baseline run of the same setup over exactly the
+baseline's chunks of the subset (``metrics.speedup``); a setup without a baseline run gets no paired rows
+and a note saying so.
+
+Example (AR speak latencies [300, 500] ms, SL [100, 100] ms on the same chunks)::
+
+    >>> table = speak_speedup_table(results, "ar")            # doctest: +SKIP
+    >>> table.frame[["decoder", "speedup", "#MAT"]].to_dict("records")   # doctest: +SKIP
+    [{'decoder': 'ar', 'speedup': 1.0, '#MAT': 1.0}, {'decoder': 'speclisten', 'speedup': 4.0, '#MAT': 4.0}]
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ticktock.tables import metrics
+from ticktock.tables.common import Table, provenance_notes, run_names, setup_columns, setup_label, varying
+from ticktock.tables.load import Cell, Results
+from ticktock.tables.paper import paper_note, paper_value
+
+ABLATION = {
+    "speclisten_silence": "silence draft",
+    "speclisten_runnerup": "+ runner-up branch",
+    "speclisten": "+ hypothesis pool (full SL)",
+    "speclisten_plus": "beyond the paper: top-3 first-token tree + pool while drafting",
+}
+LLAMA_TASK = "llama_questions"
+PAPER_COLUMNS = ("paper columns: the paper's value for the matching decoder (a range over its four models where it "
+                 "reports several), for greedy setups only; the paper's models differ from ours")
+
+
+def _paper(setup, *args, **kwargs) -> str:
+    """The paper's value, for greedy setups only (the paper's main tables are greedy)."""
+    return paper_value(*args, **kwargs) if setup.temperature == 0 else ""
+
+
+def _paired(results: Results, baseline: str, notes: list[str]):
+    """(setup, baseline cell, cell) for every cell whose setup has a baseline run."""
+    for setup in results.setups():
+        base = results.cell(setup, baseline)
+        if base is None:
+            notes.append(f"no {baseline} run for setup {setup_label(setup)}: its decoders have no speedup rows")
+            continue
+        for cell in results.in_setup(setup):
+            yield setup, base, cell
+
+
+def _speedup(base: Cell, cell: Cell, mask, subset: str) -> metrics.Speedup:
+    return metrics.speedup(base.chunks, cell.chunks, mask, (run_names(base), run_names(cell)), subset)
+
+
+def _speedup_table(results: Results, baseline: str, key: str, title: str, kind: str) -> Table:
+    shown, notes, rows = varying(results), [], []
+    column = f"{kind} speedup"
+    for setup, base, cell in _paired(results, baseline, notes):
+        mask = metrics.speak_mask(base.chunks) if kind == "speak" else metrics.tool_mask(base.chunks)
+        result = _speedup(base, cell, mask, "speak" if kind == "speak" else "fdb_v3 tool")
+        if result.chunks == 0:
+            if cell is base:
+                notes.append(f"setup {setup_label(setup)}: the {baseline} run has no {kind} chunks"
+                             + (" on fdb_v3" if kind == "tool" else ""))
+            continue
+        rows.append({**setup_columns(setup, shown), "decoder": cell.decoder, "chunks": result.chunks,
+                     f"{baseline} ms": result.baseline_ms, "ms": result.method_ms, "speedup": result.speedup,
+                     "#MAT": result.mat, "paper speedup": _paper(setup, 2 if kind == "speak" else None, column, cell.decoder),
+                     **({"paper #MAT": _paper(setup, 2, "#MAT", cell.decoder)} if kind == "speak" else {})})
+    formats = {f"{baseline} ms": ".1f", "ms": ".1f", "speedup": ".2f", "#MAT": ".2f"}
+    paper = paper_note(2) if kind == "speak" else paper_note(None, ["tool speedup"])
+    return Table(key, title, pd.DataFrame(rows), formats, notes + [PAPER_COLUMNS, paper], [], provenance_notes(results))
+
+
+def speak_speedup_table(results: Results, baseline: str = "ar") -> Table:
+    """Table 2: speak-chunk speedup over the baseline (mean post-audio latency ratio) and #MAT."""
+    title = (f"Table 2: speak-chunk speedup over {baseline} (mean post-audio latency over the {baseline} run's speak "
+             "chunks) and #MAT (tokens committed per post-audio forward)")
+    return _speedup_table(results, baseline, "table2_speak_speedup", title, "speak")
+
+
+def tool_speedup_table(results: Results, baseline: str = "ar") -> Table:
+    """Tool-call speedup over the baseline on FDB v3 tool chunks, and #MAT on them."""
+    title = f"Tool-call speedup over {baseline} on FDB v3 tool chunks, and #MAT"
+    return _speedup_table(results, baseline, "tool_speedup", title, "tool")
+
+
+def max_lag_table(results: Results, baseline: str = "ar") -> Table:
+    """Table 3: per-session max lag on FDB v3 sessions: mean, max and share of sessions above 1 s."""
+    shown, rows, notes = varying(results), [], []
+    for cell in results.cells:
+        lag = metrics.max_lag(cell.sessions)
+        if lag["sessions"] == 0:
+            continue
+        base = results.cell(cell.setup, baseline)
+        base_mean = metrics.max_lag(base.sessions)["mean_ms"] if base is not None else float("nan")
+        change = lag["mean_ms"] / base_mean - 1 if base_mean and base_mean == base_mean else float("nan")
+        rows.append({**setup_columns(cell.setup, shown), "decoder": cell.decoder, "sessions": lag["sessions"],
+                     "mean max lag ms": lag["mean_ms"], "max max lag ms": lag["max_ms"],
+                     "sessions > 1 s": lag["lagging"], f"mean vs {baseline}": change,
+                     "paper mean ms": _paper(cell.setup, 3, "mean max lag ms", cell.decoder, digits=0),
+                     "paper max ms": _paper(cell.setup, 3, "max max lag ms", cell.decoder, digits=0),
+                     "paper > 1 s": _paper(cell.setup, 3, "lagging share", cell.decoder, percent=True)})
+    if not rows:
+        notes.append("no fdb_v3 sessions in the results")
+    formats = {"mean max lag ms": ".1f", "max max lag ms": ".1f", "sessions > 1 s": ".1%", f"mean vs {baseline}": "+.1%"}
+    title = "Table 3: per-session maximum lag behind the incoming audio on FDB v3 (lag recursion of appendix A)"
+    return Table("table3_max_lag", title, pd.DataFrame(rows), formats, notes + [PAPER_COLUMNS, paper_note(3)], [],
+                 provenance_notes(results))
+
+
+def _speak_tasks(base: Cell) -> tuple[list[str] | None, str]:
+    """The paper's ablation measures speak chunks on Llama Questions; all tasks when that task is absent."""
+    if (base.chunks["task"] == LLAMA_TASK).any():
+        return [LLAMA_TASK], LLAMA_TASK
+    return None, "all tasks"
+
+
+def ablation_table(results: Results, baseline: str = "ar") -> Table:
+    """Table 4: speedup over the baseline as the components of Speculative Listening are added."""
+    shown, rows, notes = varying(results), [], []
+    for setup, base, cell in _paired(results, baseline, notes):
+        if cell.decoder not in ABLATION and cell is not base:
+            continue
+        if not any(results.cell(setup, d) for d in ABLATION):
+            continue
+        tasks, label = _speak_tasks(base)
+        speak = _speedup(base, cell, metrics.speak_mask(base.chunks, tasks), "speak")
+        tool = _speedup(base, cell, metrics.tool_mask(base.chunks), "fdb_v3 tool")
+        rows.append({**setup_columns(setup, shown), "decoder": cell.decoder,
+                     "components": ABLATION.get(cell.decoder, "baseline"), "speak tasks": label,
+                     "speak chunks": speak.chunks, "speak speedup": speak.speedup,
+                     "tool chunks": tool.chunks, "tool speedup": tool.speedup})
+    if not rows:
+        notes.append("no Speculative Listening ablation runs (speclisten_silence, speclisten_runnerup, speclisten)")
+    notes.append("speak: Llama Questions speak chunks when the runs have them (as the paper), else all tasks; "
+                 "tool: FDB v3 tool chunks. speclisten_plus is beyond the paper.")
+    title = f"Table 4: Speculative Listening ablation, speedup over {baseline}"
+    return Table("table4_ablation", title, pd.DataFrame(rows), {"speak speedup": ".2f", "tool speedup": ".2f"},
+                 notes, [], provenance_notes(results))
+
+
+def latency_table(results: Results, baseline: str = "ar") -> Table:
+    """Table 5: response onset latency (mean over tasks) and tool-call latency (FDB v3), with the paper's."""
+    shown, rows = varying(results), []
+    for cell in results.cells:
+        onset, tool = metrics.onset_latency(cell.chunks), metrics.tool_latency(cell.chunks)
+        rows.append({**setup_columns(cell.setup, shown), "decoder": cell.decoder, "onset ms": onset["onset_ms"],
+                     "tasks": onset["tasks"], "onsets": onset["onsets"],
+                     "paper onset ms": _paper(cell.setup, 5, "onset ms", cell.decoder, digits=0),
+                     "tool-call ms": tool["tool_ms"], "tool chunks": tool["tool_chunks"],
+                     "paper tool-call ms": _paper(cell.setup, 5, "tool-call ms", cell.decoder, digits=0)})
+    notes = ["onset: response_ms (b_{t-1} + l_t) of the first speak chunk of each model turn, averaged per task, "
+             "then over tasks; tool-call: mean response_ms of FDB v3 tool chunks", PAPER_COLUMNS, paper_note(5)]
+    title = "Table 5: user-perceived latency (ms): response onset and tool-call latency"
+    return Table("table5_latency", title, pd.DataFrame(rows), {"onset ms": ".1f", "tool-call ms": ".1f"},
+                 notes, [], provenance_notes(results))

@@ -1,0 +1,107 @@
+"""Figure 4 as PNG files (matplotlib, Agg backend: no display needed).
+
+- 4a: mean post-audio forwards per chunk by output-length bucket, one panel per setup (greedy setups when
+  there are any, as the paper), a log axis when the counts span more than 20.
+- 4b: speak and tool speedup versus sampling temperature, one line per (setup, decoder).
+- 4c: not drawn: there are no concurrency runs (the table says so; no data is faked).
+
+Example::
+
+    >>> paths = write_figures(fig4a_data(results), fig4b_data(results), Path("out"))   # doctest: +SKIP
+    >>> [p.name for p in paths]                                                      # doctest: +SKIP
+    ['fig4a_forwards_by_length.png', 'fig4b_temperature.png']
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter  # noqa: E402
+
+from ticktock.tables.metrics import BUCKET_LABELS  # noqa: E402
+
+LABELS = {"ar": "AR", "speclisten_silence": "silence draft only", "speclisten": "Speculative Listening"}
+MAX_PANELS = 6
+
+
+def fig4a(data: pd.DataFrame, path: Path) -> Path | None:
+    """Grouped bars: forwards per chunk by bucket and decoder; None when there is no data."""
+    if data.empty:
+        return None
+    greedy = data[data["setup"].str.contains(" / T=0 / ", regex=False)]
+    data = greedy if len(greedy) else data  # the paper's Figure 4a is greedy
+    setups = list(dict.fromkeys(data["setup"]))[:MAX_PANELS]
+    fig, axes = plt.subplots(len(setups), 1, figsize=(8, 3.6 * len(setups)), squeeze=False)
+    for ax, setup in zip(axes[:, 0], setups):
+        part = data[data["setup"] == setup]
+        buckets = [b for b in BUCKET_LABELS if b in set(part["bucket"])]
+        decoders = list(dict.fromkeys(part["decoder"]))
+        width = 0.8 / max(len(decoders), 1)
+        for i, decoder in enumerate(decoders):
+            rows = part[part["decoder"] == decoder].set_index("bucket").reindex(buckets)
+            x = [j + (i - (len(decoders) - 1) / 2) * width for j in range(len(buckets))]
+            bars = ax.bar(x, rows["forwards"], width, label=LABELS.get(decoder, decoder))
+            ax.bar_label(bars, labels=[f"{v:.1f}" if v == v else "" for v in rows["forwards"]], fontsize=7)
+        ax.set_xticks(range(len(buckets)), buckets)
+        _y_scale(ax, part["forwards"].max())
+        ax.set_xlabel("output tokens in the chunk")
+        ax.set_ylabel("post-audio forwards per chunk")
+        ax.set_title(f"{setup} ({part['tasks'].iloc[0]})", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle("Figure 4a: post-audio forwards per chunk by output length")
+    return _save(fig, path)
+
+
+def _y_scale(ax, top: float) -> None:
+    """Linear up to 20 forwards per chunk; beyond, a log axis with 1-2-5 ticks in plain numbers."""
+    if top <= 20:
+        ax.set_ylim(0, top * 1.15)
+        return
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(0.8, top * 1.5)
+
+
+def fig4b(data: pd.DataFrame, path: Path) -> Path | None:
+    """Speedup versus temperature, speak and tool panels; None without a temperature sweep."""
+    if data.empty:
+        return None
+    kinds = [k for k in ("speak", "tool") if (data["kind"] == k).any()]
+    several = data["group"].nunique() > 1
+    fig, axes = plt.subplots(1, len(kinds), figsize=(max(7, 6 * len(kinds)), 5), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        part = data[data["kind"] == kind]
+        for (group, decoder), rows in part.groupby(["group", "decoder"], sort=False):
+            rows = rows.sort_values("temperature")
+            label = f"{decoder} ({group})" if several else decoder
+            ax.plot(rows["temperature"], rows["speedup"], marker="o", label=label)
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        ax.set_xlabel("sampling temperature")
+        ax.set_ylabel(f"{kind} speedup over AR")
+        ax.set_title(f"{kind} chunks" + (" (FDB v3)" if kind == "tool" else ""))
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    title = "Figure 4b: speedup versus temperature"
+    fig.suptitle(title if several else f"{title}\n{textwrap.fill(data['group'].iloc[0], 90)}", fontsize=9)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_figures(data4a: pd.DataFrame, data4b: pd.DataFrame, out: Path) -> list[Path]:
+    """Write the figures that have data into ``out``; returns their paths."""
+    made = [fig4a(data4a, out / "fig4a_forwards_by_length.png"), fig4b(data4b, out / "fig4b_temperature.png")]
+    return [p for p in made if p is not None]

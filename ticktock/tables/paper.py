@@ -1,0 +1,65 @@
+"""The paper's reported numbers (``paper_numbers.yaml``), to print beside ours.
+
+Each entry cites the paper's table (or figure) and row, the column it belongs to, and the TickTock
+decoder(s) it corresponds to. ``paper_value`` gives one value or the range over the paper's models.
+
+Example::
+
+    >>> paper_value(2, "speak speedup", "speclisten")
+    '2.60-2.76'
+    >>> paper_value(5, "onset ms", "ar", digits=0)
+    '417-1089'
+    >>> paper_value(2, "speak speedup", "speclisten_plus")
+    ''
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+PAPER_FILE = Path(__file__).with_name("paper_numbers.yaml")
+
+
+@lru_cache(maxsize=1)
+def paper_numbers() -> tuple[dict, ...]:
+    data = yaml.safe_load(PAPER_FILE.read_text())
+    return tuple(data["numbers"])
+
+
+def _decoders(entry: dict) -> list[str]:
+    decoder = entry.get("decoder")
+    return decoder if isinstance(decoder, list) else [decoder]
+
+
+def paper_entries(table, column: str, decoder: str | None = None) -> list[dict]:
+    return [e for e in paper_numbers() if e["table"] == table and e["column"] == column
+            and (decoder is None or decoder in _decoders(e))]
+
+
+def paper_value(table, column: str, decoder: str, digits: int = 2, percent: bool = False) -> str:
+    """The paper's value for ``decoder`` in ``column`` of ``table``: one number, a min-max range, or ''."""
+    values = [float(e["value"]) for e in paper_entries(table, column, decoder)]
+    if not values:
+        return ""
+    fmt = (lambda v: f"{100 * v:.{max(digits - 1, 0)}f}%") if percent else (lambda v: f"{v:.{digits}f}")
+    low, high = min(values), max(values)
+    return fmt(low) if low == high else f"{fmt(low)}-{fmt(high)}"
+
+
+def paper_note(table, columns: list[str] | None = None) -> str:
+    """One line citing the paper's entries of ``table``, grouped by column (for a table's notes).
+
+    >>> paper_note(7)
+    'Paper (Table 7): user speaking: Realtime-Venus 0.379 | tool chunks: Gander 0.34'
+    """
+    entries = [e for e in paper_numbers() if e["table"] == table and (columns is None or e["column"] in columns)]
+    if not entries:
+        return ""
+    where = f"Table {table}" if isinstance(table, int) else (f"Figure {table[3:]}" if str(table).startswith("fig") else "text")
+    groups: dict[str, list[str]] = {}
+    for e in entries:
+        groups.setdefault(e["column"], []).append(f"{e['row']} {e['value']:g}")
+    return f"Paper ({where}): " + " | ".join(f"{column}: {'; '.join(values)}" for column, values in groups.items())

@@ -1,0 +1,123 @@
+"""Losslessness and task quality per decoder.
+
+- **Losslessness**: the share of the baseline's chunks whose ``output_token_ids`` each decoder reproduces
+  exactly, in the same setup (same temperature and seed: the harness's keyed sampler makes even sampled
+  outputs comparable token by token). Every decoder of the harness is lossless, so anything below 100%
+  is a FAILURE: listed in ``Table.failures``, printed loudly, and fatal under ``--strict``.
+- **Quality**: the task scores of ``ticktock.scoring.score_session`` pooled over each decoder's sessions.
+  Under greedy decoding they must equal the baseline's exactly (a difference is a FAILURE); under sampling
+  each rate gets a 95% Wilson interval.
+
+Example::
+
+    >>> [round(x, 3) for x in wilson(8, 10)]
+    [0.49, 0.943]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pandas as pd
+
+from ticktock.scoring import score_session
+from ticktock.tables import metrics
+from ticktock.tables.common import Table, provenance_notes, run_names, setup_columns, setup_label, varying
+from ticktock.tables.load import Cell, Results
+
+LOSSY_DECODERS: frozenset[str] = frozenset()  # every decoder of the harness is lossless
+QUALITY_METRICS = ["qa", "tool_strict", "tool_args", "tool_json", "respond", "false_speak", "stop", "keep", "ignore",
+                   "backchannel"]
+SCORE_COLUMNS = ["chunk_index", "start_s", "arrival_s", "kind", "output_text", "tool_calls_json"]
+Z95 = 1.959963984540054
+
+
+def wilson(hits: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial rate (95% by default)."""
+    if trials == 0:
+        return (math.nan, math.nan)
+    p, n = hits / trials, trials
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def losslessness_table(results: Results, baseline: str = "ar") -> Table:
+    """Per decoder: the share of chunks token-identical to the baseline's in the same setup."""
+    shown, rows, failures, notes = varying(results), [], [], []
+    for setup in results.setups():
+        base = results.cell(setup, baseline)
+        if base is None:
+            notes.append(f"no {baseline} run for setup {setup_label(setup)}: losslessness not checked there")
+            continue
+        for cell in results.in_setup(setup):
+            if cell is base:
+                continue
+            check = metrics.losslessness(base.chunks, cell.chunks, (run_names(base), run_names(cell)))
+            lossless = cell.decoder not in LOSSY_DECODERS
+            failed = lossless and check["identical"] < check["chunks"]
+            status = "FAILURE" if failed else ("ok" if lossless else "lossy by design")
+            rows.append({**setup_columns(setup, shown), "decoder": cell.decoder, "chunks": check["chunks"],
+                         "identical": check["identical"], f"identical to {baseline}": check["share"],
+                         "first difference (session/chunk)": check["first_difference"] or "", "status": status})
+            if failed:
+                failures.append(f"FAILURE: {cell.decoder} is lossless by design but only {check['share']:.1%} of "
+                                f"{check['chunks']} chunks are token-identical to {baseline} in setup {setup_label(setup)} "
+                                f"(first difference: {check['first_difference']}; runs {cell.names})")
+    notes.append(f"every decoder here is lossless: anything below 100% token identity with {baseline} is a FAILURE")
+    title = f"Losslessness: chunks whose output tokens equal {baseline}'s (same session, chunk, temperature and seed)"
+    return Table("losslessness", title, pd.DataFrame(rows), {f"identical to {baseline}": ".1%"},
+                 notes, failures, provenance_notes(results))
+
+
+def quality_counts(cell: Cell) -> Counter:
+    """The pooled score counts (``<metric>_hits``, ``<metric>_trials``) of a cell's sessions."""
+    total = Counter()
+    by_session = {sid: group for sid, group in cell.chunks.groupby("session_id", sort=False)}
+    for session in cell.sessions.itertuples(index=False):
+        group = by_session.get(session.session_id)
+        if group is None:
+            continue
+        rows = group[SCORE_COLUMNS].to_dict("records")
+        total += score_session(rows, json.loads(session.expected_json or "{}"), json.loads(session.turns_json or "[]"))
+    return total
+
+
+def _rate_text(counts: Counter, name: str, interval: bool) -> str:
+    hits, trials = counts[f"{name}_hits"], counts[f"{name}_trials"]
+    if not trials:
+        return "–"
+    text = f"{hits / trials:.1%} ({hits}/{trials})"
+    if interval:
+        low, high = wilson(hits, trials)
+        text += f" [{100 * low:.1f}, {100 * high:.1f}]"
+    return text
+
+
+def quality_table(results: Results, baseline: str = "ar") -> Table:
+    """Per decoder: pooled task-score rates; greedy must equal the baseline, sampling shows 95% CIs."""
+    shown, rows, failures = varying(results), [], []
+    counted = {(c.setup, c.decoder): quality_counts(c) for c in results.cells}
+    present = [m for m in QUALITY_METRICS if any(c[f"{m}_trials"] for c in counted.values())]
+    for cell in results.cells:
+        counts, greedy = counted[(cell.setup, cell.decoder)], cell.setup.temperature == 0
+        base = counted.get((cell.setup, baseline))
+        row = {**setup_columns(cell.setup, shown), "decoder": cell.decoder, "sessions": len(cell.sessions)}
+        differs = [m for m in present if base is not None and cell.decoder != baseline
+                   and (counts[f"{m}_hits"], counts[f"{m}_trials"]) != (base[f"{m}_hits"], base[f"{m}_trials"])]
+        for m in present:
+            row[m] = _rate_text(counts, m, interval=not greedy) + (f" ≠{baseline}" if m in differs else "")
+        rows.append(row)
+        if differs and greedy:
+            detail = "; ".join(f"{m} {counts[f'{m}_hits']}/{counts[f'{m}_trials']} vs "
+                               f"{base[f'{m}_hits']}/{base[f'{m}_trials']}" for m in differs)
+            failures.append(f"FAILURE: {cell.decoder} task scores differ from {baseline} under greedy decoding in setup "
+                            f"{setup_label(cell.setup)}: {detail}")
+    notes = ["rates pooled over sessions: hits/trials of ticktock.scoring.score_session; greedy setups must equal "
+             f"{baseline} exactly (≠ marks a difference); sampled setups show a 95% Wilson interval [low, high] in %"]
+    if not present:
+        notes.insert(0, "no scored trials in these sessions")
+    title = "Quality: task scores per decoder (lossless decoding must not change them)"
+    return Table("quality", title, pd.DataFrame(rows), {}, notes, failures, provenance_notes(results))

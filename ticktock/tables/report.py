@@ -1,0 +1,98 @@
+"""One static HTML page with every table and figure (PNG embedded as data URIs: no server, one file).
+
+Failures (a lossless decoder that changed an output, greedy task scores that moved) open the page in a
+red banner, and repeat in their table.
+
+Example::
+
+    >>> page = html_report(tables, {"fig4a_forwards_by_length": Path("fig4a.png")}, results)   # doctest: +SKIP
+    >>> Path("report.html").write_text(page)                                                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import time
+from pathlib import Path
+
+from ticktock.tables.common import Table, setup_label
+from ticktock.tables.load import Results
+from ticktock.tables.render import html_fragment
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1300px;
+       padding: 0 1rem; color: #1d1d1f; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; }
+h2 { font-size: 1.15rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: .3rem; }
+table { border-collapse: collapse; font-size: .85rem; margin: .6rem 0; }
+th, td { padding: .3rem .6rem; border-bottom: 1px solid #e5e5e5; vertical-align: top; }
+th { background: #f4f4f6; text-align: left; border-bottom: 2px solid #bbb; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.bad { color: #b00020; font-weight: 700; background: #fdecee; }
+tbody tr:hover { background: #fafafa; }
+ul.notes { font-size: .8rem; color: #555; margin: .4rem 0 0 1rem; padding: 0; }
+ul.notes li { margin: .15rem 0; }
+.failure { color: #b00020; font-weight: 700; }
+.banner { border: 3px solid #b00020; background: #fdecee; padding: .8rem 1rem; margin: 1rem 0; }
+.banner.ok { border-color: #2e7d32; background: #edf7ee; color: #1b5e20; }
+.warning { color: #8a5a00; }
+figure { margin: .8rem 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: .8rem; color: #555; }
+nav { line-height: 1.8; }
+nav a { margin-right: .5rem; font-size: .85rem; white-space: nowrap; }
+ul.provenance { color: #777; }
+.meta { font-size: .8rem; color: #555; }
+"""
+
+
+def _image(path: Path, caption: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)} ({html.escape(path.name)})</figcaption></figure>")
+
+
+def _banner(tables: list[Table], warnings: list[str]) -> str:
+    failures = [f for t in tables for f in t.failures]
+    parts = []
+    if failures:
+        items = "".join(f"<li>{html.escape(f)}</li>" for f in failures)
+        parts.append(f'<div class="banner"><p class="failure">{len(failures)} FAILURE(S)</p><ul>{items}</ul></div>')
+    else:
+        parts.append('<div class="banner ok">Losslessness and greedy quality checks passed.</div>')
+    parts += [f'<p class="warning">{html.escape(w)}</p>' for w in warnings]
+    return "\n".join(parts)
+
+
+def _runs_table(results: Results) -> str:
+    head = "".join(f"<th>{h}</th>" for h in ("run", "decoder", "setup", "status", "sessions", "chunks", "path"))
+    rows = []
+    for run in results.runs:
+        cells = [run.run_id, run.decoder, setup_label(run.setup()), run.status, len(run.sessions), len(run.chunks), run.path]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return (f'<section id="runs"><h2>Runs ({len(results.runs)})</h2><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></section>")
+
+
+def html_report(tables: list[Table], figures: dict[str, Path], results: Results, title: str = "TickTock results") -> str:
+    """The whole page: banner, navigation, every table (with its figure after it), the runs."""
+    nav = " ".join(f'<a href="#{html.escape(t.key)}">{html.escape(t.key)}</a>' for t in tables)
+    body = []
+    for table in tables:
+        body.append(html_fragment(table))
+        if table.key in figures:
+            body.append(_image(figures[table.key], table.title))
+    generated = time.strftime("%Y-%m-%d %H:%M:%S")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{STYLE}</style></head>
+<body>
+<h1>{html.escape(title)}</h1>
+<p class="meta">generated {generated} by <code>python -m ticktock.tables</code> from {len(results.runs)} runs;
+a pure function of the result files (no model was run).</p>
+{_banner(tables, results.warnings)}
+<nav>{nav} <a href="#runs">runs</a></nav>
+{''.join(body)}
+{_runs_table(results)}
+</body></html>
+"""
