@@ -10,4 +10,5 @@ Modules (import them directly; this package imports nothing heavy):
 * ``layout``     placing utterances on the timeline, resolving time references
 * ``mixing``     room tone, mixing, FLAC output
 * ``synth``      the generator and its CLI: ``python -m ticktock.corpus.synth --help``
+* ``convert``    converters from the published sources (local copies): ``python -m ticktock.corpus.convert --help``
 """

@@ -1,0 +1,50 @@
+"""Shared pieces of the converter tests: speech-like audio files and the checks every manifest must pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import soundfile
+
+from helpers import speech_like
+from ticktock.manifest import load_manifest
+
+
+def write_speech(path: Path, duration_s: float, spans, rate: int, seed: int = 0, channels: int = 1,
+                 fmt: str | None = None, gain: float = 1.0) -> Path:
+    """Noise bursts in ``spans`` over a quiet floor, written as WAV/MP3/FLAC (by suffix or ``fmt``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mono = speech_like(duration_s, spans, seed=seed, rate=rate) * gain
+    data = np.stack([mono] * channels, axis=1) if channels > 1 else mono
+    soundfile.write(str(path), np.clip(data, -1, 1), rate, format=fmt or path.suffix[1:].upper())
+    return path
+
+
+def check_manifest(manifest: Path):
+    """Load and check a converted manifest: 16 kHz mono FLACs of the stated length, timings inside them."""
+    sessions = load_manifest(manifest)  # validates turn/word order and bounds
+    for session in sessions:
+        info = soundfile.info(str(session.audio_path))
+        assert (info.samplerate, info.channels, info.format) == (16_000, 1, "FLAC"), session.session_id
+        assert abs(info.frames / 16_000 - session.duration_s) < 1e-3, session.session_id
+        for turn in session.turns:
+            assert 0 <= turn.start_s < turn.end_s <= session.duration_s, (session.session_id, turn)
+            starts = [w.start_s for w in turn.words]
+            assert starts == sorted(starts)
+        assert {"source", "source_id", "source_path"} <= set(session.provenance)
+    return sessions
+
+
+def assert_nothing_left(out: Path) -> None:
+    """A failed conversion leaves no manifest, no audio and no staging folder."""
+    assert not (out / "manifest.jsonl").exists()
+    assert not list(out.glob("audio/*")), list(out.glob("audio/*"))
+    assert not list(out.glob(".convert-*")), list(out.glob(".convert-*"))
+
+
+def speech_level(path: Path, start_s: float, end_s: float) -> float:
+    """RMS of a stretch of a converted file."""
+    audio, rate = soundfile.read(str(path), dtype="float32")
+    piece = audio[int(start_s * rate) : int(end_s * rate)]
+    return float(np.sqrt(np.mean(piece**2))) if piece.size else 0.0

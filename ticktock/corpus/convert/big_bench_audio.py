@@ -1,0 +1,119 @@
+"""Big Bench Audio (ArtificialAnalysis/big_bench_audio): 1,000 spoken Big-Bench-Hard questions.
+
+Published layout (Hugging Face audiofolder; ``--src`` is the repository folder)::
+
+    metadata.jsonl        one JSON object per question
+    data/question_<i>.mp3
+
+The field names follow the dataset card and third-party loaders, not the real file (override with
+``--column ROLE=NAME``): ``id``, ``category`` (formal_fallacies, navigate, object_counting, web_of_lies),
+``official_answer`` (e.g. "valid", "Yes", "7") and ``file_name`` (relative to the folder, or to
+``data/``). A question
+text field (``transcript``, ``question`` or ``text``) is used when present; otherwise the turn text is
+empty. Task ``big_bench_audio``, id ``big_bench_audio-<id>``; the official answer is the reference answer
+(a small number also counts spelled out: "7" / "seven").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, safe_id, source_path
+from ticktock.corpus.convert.answers import number_aliases
+from ticktock.corpus.convert.utterance import utterance_session
+from ticktock.corpus.convert.writer import CorpusWriter
+from ticktock.manifest import Session
+
+SOURCE = "big_bench_audio"
+TASK = "big_bench_audio"
+COLUMNS = {  # role -> candidate field names, first present wins
+    "id": ("id", "question_id"),
+    "category": ("category",),
+    "answer": ("official_answer", "answer", "target"),
+    "file": ("file_name", "audio", "path"),
+    "text": ("transcript", "question", "text"),
+}
+REQUIRED = ("id", "answer", "file")
+
+
+@dataclass(frozen=True)
+class Item:
+    line: int
+    source_id: str
+    category: str
+    answer: str
+    audio_path: Path
+    text: str
+
+
+def read_items(options: Options) -> list[Item]:
+    metadata = options.src / "metadata.jsonl"
+    if not metadata.is_file():
+        raise ConvertError(f"{metadata}: Big Bench Audio metadata not found "
+                           f"(expected metadata.jsonl + data/ under --src)")
+    items: list[Item] = []
+    seen: set[str] = set()
+    with metadata.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if options.limit is not None and len(items) >= options.limit:
+                break
+            if not text.strip():
+                continue
+            where = f"{metadata}:{number}"
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ConvertError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
+            if not isinstance(row, dict):
+                raise ConvertError(f"{where}: expected a JSON object")
+            fields = {role: field(row, role, options.columns, where) for role in COLUMNS}
+            source_id = str(fields["id"])
+            if source_id in seen:
+                raise ConvertError(f"{where}: duplicate id {source_id!r}")
+            seen.add(source_id)
+            name = str(fields["file"]).replace("\\/", "/").replace("\\", "/")
+            path = options.src / name
+            if not path.is_file() and (options.src / "data" / name).is_file():
+                path = options.src / "data" / name
+            items.append(Item(number, source_id, str(fields["category"] or ""), str(fields["answer"]).strip(),
+                              path, str(fields["text"] or "").strip()))
+    return items
+
+
+def field(row: dict, role: str, overrides: dict, where: str):
+    names = (overrides[role],) if role in overrides else COLUMNS[role]
+    for name in names:
+        if row.get(name) not in (None, ""):
+            return row[name]
+    if role in REQUIRED:
+        raise ConvertError(f"{where}: no {role} field (looked for {', '.join(names)}; the line has "
+                           f"{', '.join(row) or 'no fields'}); name it with --column {role}=NAME")
+    return None
+
+
+def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session:
+    label = str(item.audio_path)
+    clip = writer.read_audio(item.audio_path, label)
+    sid = int(item.source_id) if item.source_id.isdigit() else None
+    return utterance_session(
+        writer, clip, label,
+        session_id=f"{TASK}-{sid:04d}" if sid is not None else f"{TASK}-{safe_id(item.source_id)}",
+        task=TASK,
+        text=item.text,
+        lead_s=options.lead_s,
+        tail_unknown_s=options.tail_unknown_s,
+        reference_answer=item.answer,
+        answer_aliases=number_aliases(item.answer),
+        behaviour={"type": "reasoning", "categories": [item.category] if item.category else []},
+        script=[{"turn": 0, "action": "speak", "text": item.answer}],
+        provenance={
+            "source": SOURCE,
+            "source_id": item.source_id,
+            "source_path": source_path(item.audio_path, options.src),
+            "metadata_path": f"metadata.jsonl:{item.line}",
+            "category": item.category,
+            "converter_version": CONVERTER_VERSION,
+        },
+    )

@@ -1,0 +1,135 @@
+"""Reading source audio (with clipping and silence checks) and writing a converted corpus all-or-nothing.
+
+A :class:`CorpusWriter` stages every FLAC in a hidden folder inside the output folder. Only when all
+sessions succeeded does :meth:`CorpusWriter.commit` move the audio into ``OUT/audio/`` and write
+``OUT/manifest.jsonl`` (atomically, last). On any error the staging folder is removed, so a failed
+conversion leaves neither a partial manifest nor stray audio behind.
+
+Example::
+
+    >>> writer = CorpusWriter(Path("/tmp/out"), warn=print)                         # doctest: +SKIP
+    >>> clip = writer.read_audio(Path("src/q_0.mp3"), label="src/q_0.mp3")          # doctest: +SKIP
+    >>> writer.write_audio("llama_questions-0000", clip.samples)                     # doctest: +SKIP
+    >>> writer.commit(sessions)                                                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ticktock.audio import SAMPLE_RATE, resample
+from ticktock.corpus.convert import ConvertError
+from ticktock.manifest import Session, write_manifest
+
+FULL_SCALE = 0.99  # a sample at or above this magnitude sits at full scale
+CLIPPED_FRACTION = 0.001  # clipped: at least this share of the samples of some channel at full scale
+SILENT_PEAK = 10 ** (-60 / 20)  # silent: no sample louder than -60 dBFS
+
+
+@dataclass(frozen=True)
+class SourceClip:
+    """A decoded source file: 16 kHz mono samples and what the file was."""
+
+    samples: np.ndarray
+    source_rate: int
+    channels: int
+    clipped_fraction: float
+    peak: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.samples.shape[0] / SAMPLE_RATE
+
+
+class CorpusWriter:
+    """Stages a converted corpus in ``out`` and commits it at the end (see the module docstring)."""
+
+    def __init__(self, out: Path, warn: Callable[[str], None]):
+        self.out = Path(out)
+        self.warn_line = warn
+        self.warnings: Counter = Counter()
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.staging = Path(tempfile.mkdtemp(dir=self.out, prefix=".convert-"))
+        self._staged: list[str] = []
+
+    # -------------------------------------------------------------------------------------- audio in
+
+    def read_audio(self, source: Path | bytes, label: str) -> SourceClip:
+        """Decode a file (or its bytes), report clipping, and bring it to 16 kHz mono.
+
+        ``label`` names the source in messages (a path, or "file.parquet row 3").
+        """
+        import soundfile
+
+        if isinstance(source, Path) and not source.is_file():
+            raise ConvertError(f"{label}: audio file not found")
+        try:
+            data, rate = soundfile.read(io.BytesIO(source) if isinstance(source, bytes) else str(source),
+                                        dtype="float32", always_2d=True)
+        except Exception as err:  # soundfile raises LibsndfileError, RuntimeError or TypeError on bad input
+            raise ConvertError(f"{label}: cannot read audio ({err})") from None
+        return self.check_samples(data, rate, label)
+
+    def check_samples(self, data: np.ndarray, rate: int, label: str) -> SourceClip:
+        """Check and convert decoded samples, shaped (frames,) or (frames, channels), at ``rate`` Hz."""
+        data = np.asarray(data, dtype=np.float32)
+        if data.ndim == 1:
+            data = data[:, None]
+        if data.size == 0:
+            raise ConvertError(f"{label}: audio is empty")
+        if not np.isfinite(data).all():
+            raise ConvertError(f"{label}: audio has NaN or infinite samples")
+        if rate <= 0:
+            raise ConvertError(f"{label}: invalid sample rate {rate}")
+        clipped = float(np.max(np.mean(np.abs(data) >= FULL_SCALE, axis=0)))
+        peak = float(np.max(np.abs(data)))
+        if clipped >= CLIPPED_FRACTION:
+            self.warn("clipped", f"{label}: audio is clipped ({clipped:.2%} of the samples at full scale)")
+        mono = resample(data.mean(axis=1, dtype=np.float32), int(rate), SAMPLE_RATE)
+        return SourceClip(mono, int(rate), data.shape[1], clipped, peak)
+
+    def warn(self, kind: str, message: str) -> None:
+        """Report a problem that does not stop the conversion; counted by ``kind`` for the summary."""
+        self.warnings[kind] += 1
+        self.warn_line(f"warning: {message}")
+
+    def warn_if_silent(self, clip: SourceClip, spans: list, label: str) -> None:
+        if clip.peak < SILENT_PEAK or not spans:
+            self.warn("silent", f"{label}: no speech found (peak {20 * np.log10(clip.peak + 1e-12):.0f} dBFS)")
+
+    # ------------------------------------------------------------------------------------- audio out
+
+    def write_audio(self, session_id: str, samples: np.ndarray) -> Path:
+        """Stage ``samples`` (16 kHz mono) as 16-bit FLAC; returns the path it will have after commit."""
+        import soundfile
+
+        if session_id in self._staged:
+            raise ConvertError(f"two sessions would get the same id {session_id!r}")
+        soundfile.write(str(self.staging / f"{session_id}.flac"), np.clip(samples, -1.0, 1.0), SAMPLE_RATE,
+                        format="FLAC", subtype="PCM_16")
+        self._staged.append(session_id)
+        return self.out / "audio" / f"{session_id}.flac"
+
+    def commit(self, sessions: Iterable[Session]) -> Path:
+        """Move the staged audio into place, then write the manifest (atomically, last)."""
+        sessions = list(sessions)
+        audio_dir = self.out / "audio"
+        audio_dir.mkdir(exist_ok=True)
+        for session_id in self._staged:
+            os.replace(self.staging / f"{session_id}.flac", audio_dir / f"{session_id}.flac")
+        path = write_manifest(self.out / "manifest.jsonl", sessions)
+        self.discard()
+        return path
+
+    def discard(self) -> None:
+        """Remove the staging folder and whatever is in it."""
+        shutil.rmtree(self.staging, ignore_errors=True)
