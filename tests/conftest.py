@@ -25,3 +25,10 @@ def pytest_configure(config):
     import torch
 
     torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def embedded_adapter():
+    from ticktock.embedded.model import load_embedded_adapter
+
+    return load_embedded_adapter()

@@ -41,6 +41,7 @@ class ChunkTrace:
     kind: str
     timing: ChunkTiming
     post_audio_wall_ms: float
+    encode_wall_ms: float
     carried_ms: float
     counters: ChunkCounters
     injected: Injection  # what arrived in this chunk after its audio
@@ -95,7 +96,7 @@ class ReplayEngine:
             timing = advance(lag, step.elapsed_ms() + carried, deadline_ms)
             history += step.output
             chunk = ChunkTrace(
-                span, step.output, protocol.kind_of(step.output), timing, wall_ms, carried, step.counters,
+                span, step.output, protocol.kind_of(step.output), timing, wall_ms, step.encode_wall_ms, carried, step.counters,
                 injected, [], idle_budget_ms=timing.idle_budget_ms,
             )
             chunk.counters.diagnostics = dict(self.decoder.diagnostics(step))

@@ -56,6 +56,19 @@ def identity(cfg: DictConfig) -> dict:
     }
 
 
+def first_per_task(sessions: list, per_task: int | None) -> list:
+    """Keep the first ``per_task`` sessions of every task type (all when None), in manifest order."""
+    if per_task is None:
+        return sessions
+    seen: dict[str, int] = {}
+    kept = []
+    for session in sessions:
+        seen[session.task] = seen.get(session.task, 0) + 1
+        if seen[session.task] <= per_task:
+            kept.append(session)
+    return kept
+
+
 def run_id_for(ident: dict, run_dir: Path) -> str:
     digest = hashlib.sha256(json.dumps([ident, str(run_dir.resolve())], sort_keys=True).encode()).hexdigest()
     return f"{ident['model']['name']}-{ident['decoder']['name']}-{ident['clock']['name']}-{digest[:8]}"
@@ -154,7 +167,7 @@ def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
 
     torch.manual_seed(cfg.seed)
     task = build(cfg.task)
-    sessions = task.sessions()[: cfg.limit.sessions]
+    sessions = first_per_task(task.sessions(), cfg.limit.get("per_task"))[: cfg.limit.sessions]
     missing = [s for s in sessions if not s.audio_path.is_file()]
     if missing and not cfg.skip_bad_sessions:
         raise AudioError(f"{missing[0].audio_path}: audio file not found (session {missing[0].session_id}; "
@@ -170,7 +183,8 @@ def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     engine = ReplayEngine(adapter, decoder, clock, selector, task.injector(), cfg.limit.chunks)
     labels = {"run_id": run_id, "model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
     meta = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "config": OmegaConf.to_container(cfg, resolve=True),
-            "clock": clock.describe(), "environment": environment(adapter), "decoder": decoder.describe()}
+            "clock": clock.describe(), "environment": environment(adapter),
+            "decoder": {"lossless": decoder.lossless, **decoder.describe()}}
     done = writer.completed()
     todo = [s for s in sessions if s.session_id not in done]
     skipped, status, started = [], "interrupted", time.time()

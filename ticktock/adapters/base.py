@@ -227,6 +227,10 @@ class ModelAdapter(ABC):
         """Encode as ``encode_audio`` would now, without advancing the front-end (for hypotheses)."""
 
     @abstractmethod
+    def silence_audio(self, num_samples: int) -> Segment:
+        """Embeddings of ``num_samples`` of digital silence after silence (computed once, then cached)."""
+
+    @abstractmethod
     def forward(self, segments: Sequence[Segment], tree: TreeLayout | None = None, logits_from: int = 0):
         """Append the segments to the cache in one forward; return float32 logits [Q - logits_from, V]."""
 

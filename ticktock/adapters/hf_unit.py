@@ -93,6 +93,7 @@ class HFUnitAdapter(ModelAdapter):
         self._embed = model.get_input_embeddings()
         self.cache = None
         self.frontend_state = None
+        self._silence: dict[int, torch.Tensor] = {}
 
     # -------------------------------------------------------------------------------------- session
 
@@ -125,6 +126,14 @@ class HFUnitAdapter(ModelAdapter):
 
     def peek_audio(self, samples) -> torch.Tensor:
         return self._encode(samples)[0]
+
+    @torch.inference_mode()
+    def silence_audio(self, num_samples: int) -> torch.Tensor:
+        if num_samples not in self._silence:
+            zeros = torch.zeros(num_samples)
+            embeds, _ = self.frontend.encode(zeros, self.frontend.initial_state())
+            self._silence[num_samples] = embeds.to(device=self.device, dtype=self.dtype)
+        return self._silence[num_samples]
 
     # ------------------------------------------------------------------------------------------ LLM
 

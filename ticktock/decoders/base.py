@@ -158,6 +158,7 @@ class Phase:
         self.stopwatch = stopwatch
         self.log = log
         self.chunk_index = chunk_index
+        self.encode_wall_ms = 0.0
 
     def forward(self, segments, tree: TreeLayout | None = None, logits_from: int = 0, draft_tokens: int = 0):
         import time
@@ -181,7 +182,9 @@ class Phase:
         start = time.perf_counter()
         embeds = self.adapter.peek_audio(samples) if peek else self.adapter.encode_audio(samples)
         self.adapter.synchronize()
-        self.stopwatch.charge_encode((time.perf_counter() - start) * 1000.0)
+        wall = (time.perf_counter() - start) * 1000.0
+        self.encode_wall_ms += wall
+        self.stopwatch.charge_encode(wall)
         return embeds
 
     def elapsed_ms(self) -> float:
@@ -298,11 +301,18 @@ class IdleWindow(Phase):
     def remaining_ms(self) -> float:
         return self.budget_ms - self.elapsed_ms()
 
-    def silence(self):
-        """The front-end's embeddings of a chunk of zeros, from the current streaming state."""
+    def silence(self, fresh: bool = False):
+        """Embeddings of a chunk of silence for the next chunk.
+
+        Default: the front-end applied to zeros after zeros, computed once per adapter and cached (no
+        cost). ``fresh``: the front-end applied to zeros from the current streaming state (the exact
+        "next second is silent" counterfactual; charged as one audio encoding).
+        """
         import numpy as np
 
-        return self.encode(np.zeros(self.next_samples, dtype=np.float32), peek=True)
+        if fresh:
+            return self.encode(np.zeros(self.next_samples, dtype=np.float32), peek=True)
+        return self.adapter.silence_audio(self.next_samples)
 
     def decoding(self, output: Sequence[int] = ()) -> ChunkStep:
         """A hypothesis decoding of the next chunk in this window (forwards logged as ``draft``).
@@ -314,9 +324,13 @@ class IdleWindow(Phase):
 
 
 class Decoder:
-    """Base decoder: the draft-and-verify loop. Subclasses override ``propose`` / ``observe`` / ``idle``."""
+    """Base decoder: the draft-and-verify loop. Subclasses override ``propose`` / ``observe`` / ``idle``.
+
+    ``lossless``: the decoder commits exactly the tokens AR commits (checked by the tables).
+    """
 
     name = "decoder"
+    lossless = True
 
     def start_session(self, session) -> None:
         """Called before a session's first chunk (``session`` is a ticktock.manifest.Session)."""

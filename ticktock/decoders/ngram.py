@@ -76,3 +76,22 @@ class NgramIndex:
                 if _valid(start, n, num_pred, length, allow_short):
                     return tokens[start + n : min(start + n + num_pred, length)]
         return []
+
+    def find(self, suffix: Sequence[int], max_ngram: int, num_pred: int, latest: bool = True) -> list[int]:
+        """Continuation of the longest n-gram ending ``suffix`` found in the indexed tokens (``suffix`` need
+        not be part of them): the latest occurrence with a continuation, or the leftmost (``latest=False``).
+
+        Example::
+
+            >>> index = NgramIndex(2); index.extend([5, 6, 7, 5, 6, 8])
+            >>> index.find([1, 5, 6], max_ngram=2, num_pred=2), index.find([5, 6], 2, 2, latest=False)
+            ([8], [7, 5])
+        """
+        length = len(self.tokens)
+        for n in range(min(max_ngram, self.max_n, len(suffix)), 0, -1):
+            starts = [s for s in self.positions.get(tuple(suffix[len(suffix) - n :]), ()) if s + n < length]
+            if starts:
+                start = starts[-1] if latest else starts[0]
+                return self.tokens[start + n : start + n + num_pred]
+        return []
+

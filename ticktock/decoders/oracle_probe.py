@@ -24,7 +24,7 @@ class OracleProbeDecoder(ARDecoder):
     def idle(self, window: IdleWindow) -> None:
         state = window.adapter.snapshot()
         hypothesis = window.decoding()
-        prefix = window.next_inputs.segments(window.silence())
+        prefix = window.next_inputs.segments(window.silence(fresh=True))
         while not hypothesis.done:
             hypothesis.verify(prefix, None)
             prefix = [[hypothesis.output[-1]]]

@@ -18,7 +18,10 @@
 6. **Sampling**: verification compares each draft token with the token the selector commits there (the
    keyed sample at temperature > 0), which is speculative sampling for deterministic drafts: exact.
 
-Beyond the paper, behind knobs: ``draft_with_pool`` uses the pool *while drafting* (each idle-window
+Beyond the paper, behind knobs: ``lookup_context`` falls back to the session's own token context (the
+PLD source) when the pool has no continuation; ``fresh_silence`` encodes the silence hypothesis from the
+current streaming state instead of the cached silence-after-silence embeddings (charged as an encoding);
+``draft_with_pool`` uses the pool (and the context) *while drafting* (each idle-window
 draft forward also verifies a pool continuation under the silence hypothesis, so successive windows extend
 a long tool call instead of re-decoding its start), extends a budget-cut draft with the pool's continuation,
 and reuses the pool's latest draft where no fresh one exists: as the draft of a draft's first forward,
@@ -35,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ticktock.decoders.base import ChunkStep, Decoder, DraftTree, IdleWindow, trim_draft
+from ticktock.decoders.ngram import NgramIndex
 from ticktock.decoders.pool import HypothesisPool
 
 
@@ -64,6 +68,8 @@ class SpeculativeListeningDecoder(Decoder):
         draft_token_cap: int | None = None,
         pool_max_tokens: int = 96,
         draft_with_pool: bool = False,
+        lookup_context: bool = False,
+        fresh_silence: bool = False,
         name: str = "speclisten",
     ):
         if branches < 1:
@@ -79,11 +85,15 @@ class SpeculativeListeningDecoder(Decoder):
         self.draft_token_cap = draft_token_cap
         self.pool_max_tokens = pool_max_tokens
         self.draft_with_pool = draft_with_pool
+        self.lookup_context = lookup_context
+        self.fresh_silence = fresh_silence
         self.pool = HypothesisPool(pool_ngram)
+        self.context = NgramIndex(pool_ngram)
         self.pending: Hypotheses | None = None
 
     def start_session(self, session) -> None:
         self.pool = HypothesisPool(self.pool_ngram)
+        self.context = NgramIndex(self.pool_ngram)
         self.pending = None
 
     # ------------------------------------------------------------------------------- idle window
@@ -91,7 +101,7 @@ class SpeculativeListeningDecoder(Decoder):
     def idle(self, window: IdleWindow) -> None:
         adapter = window.adapter
         state = adapter.snapshot()
-        prefix = window.next_inputs.segments(window.silence())
+        prefix = window.next_inputs.segments(window.silence(fresh=self.fresh_silence))
         prefix_end = state.cache_length + sum(adapter.segment_length(s) for s in prefix)
         main = window.decoding()
         stale = self._stale_hypotheses()
@@ -132,7 +142,8 @@ class SpeculativeListeningDecoder(Decoder):
         sources = {tree.sources[i] for i in result.accepted_nodes} if tree is not None else set()
         pool_hits = 0
         while not step.done:
-            draft = self._pool_tree(step, step.protocol.max_tokens_per_chunk - len(step.output) - 1) if self.use_pool else None
+            room = step.protocol.max_tokens_per_chunk - len(step.output) - 1
+            draft = self._pool_tree(step, room) if self.use_pool or self.lookup_context else None
             result = step.verify([[step.output[-1]]], draft)
             if draft is not None and result.accepted_nodes:
                 pool_hits += 1
@@ -160,14 +171,20 @@ class SpeculativeListeningDecoder(Decoder):
         return kept
 
     def _pool_tree(self, step: ChunkStep, room: int) -> DraftTree | None:
+        """The pool's continuation of the chunk's committed tokens (else, with ``lookup_context``, the
+        session context's) as a chain draft."""
         if room <= 0 or not step.output:
             return None
-        found = self.pool.continuation(step.output, min(room, self.pool_max_tokens), position=len(step.output))
+        limit = min(room, self.pool_max_tokens)
+        found, source = self.pool.continuation(step.output, limit, position=len(step.output)), "pool"
+        if not found and self.lookup_context:
+            self.context.sync(step.history)
+            found, source = self.context.find(step.context_tokens(), self.pool_ngram, limit), "context"
         found = trim_draft(found, step.protocol, len(step.output))
         if not found:
             return None
         tree = DraftTree()
-        tree.add_chain(found, source="pool")
+        tree.add_chain(found, source=source)
         return tree
 
     def _pool_draft(self, tokens: list[int], protocol) -> list[int]:
@@ -181,7 +198,7 @@ class SpeculativeListeningDecoder(Decoder):
         if hypotheses is None or not hypotheses.main:
             source = "pool" if pool_hits else "none"
             return {"draft_source": source, "draft_full_match": None, "first_token_changed": None, "pool_hits": pool_hits}
-        for name in ("silence", "runner_up", "branch", "pool"):
+        for name in ("silence", "runner_up", "branch", "pool", "context"):
             if name in sources:
                 source = name
                 break
@@ -197,4 +214,5 @@ class SpeculativeListeningDecoder(Decoder):
     def describe(self) -> dict:
         return {"name": self.name, "branches": self.branches, "pool": self.use_pool, "pool_ngram": self.pool_ngram,
                 "draft_token_cap": self.draft_token_cap, "pool_max_tokens": self.pool_max_tokens,
-                "draft_with_pool": self.draft_with_pool}
+                "draft_with_pool": self.draft_with_pool, "lookup_context": self.lookup_context,
+                "fresh_silence": self.fresh_silence}

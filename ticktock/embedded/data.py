@@ -36,6 +36,7 @@ class Example:
     labels: np.ndarray  # int32 [L], IGNORE where nothing is trained
     mel: np.ndarray  # float16 [100 * chunks, n_mels]
     decisions: np.ndarray  # int32 [chunks]: the target decision token of each chunk
+    words: np.ndarray  # int32 [10 * chunks]: the word heard in each audio slot (auxiliary target; 0 = none)
 
     @property
     def length(self) -> int:
@@ -69,7 +70,33 @@ def session_mel(session, frontend) -> np.ndarray:
     return mel.numpy().astype(np.float16)
 
 
-def build_example(session, adapter, executor) -> Example:
+def normal_word(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum() or ch == "'")
+
+
+def word_vocabulary(sessions, size: int = 4000) -> dict[str, int]:
+    """The most frequent spoken words of the training sessions -> ids 2.. (0: no word, 1: other word)."""
+    from collections import Counter
+
+    counts = Counter(normal_word(w.text) for s in sessions for t in s.turns for w in t.words)
+    counts.pop("", None)
+    return {word: i + 2 for i, (word, _) in enumerate(counts.most_common(size - 2))}
+
+
+def frame_words(session, vocabulary: dict[str, int], embeds_per_chunk: int) -> np.ndarray:
+    """For every audio slot, the id of the word whose span covers the slot's centre (0: none)."""
+    spans = session.chunk_spans()
+    step = 1.0 / embeds_per_chunk
+    centres = np.asarray([span.start_s + (k + 0.5) * step * span.duration_s for span in spans for k in range(embeds_per_chunk)])
+    labels = np.zeros(centres.shape[0], dtype=np.int32)
+    for turn in session.turns:
+        for word in turn.words:
+            inside = (centres >= word.start_s) & (centres < word.end_s)
+            labels[inside] = vocabulary.get(normal_word(word.text), 1)
+    return labels
+
+
+def build_example(session, adapter, executor, vocabulary: dict[str, int] | None = None) -> Example:
     if session.first_chunk_s not in (None, session.chunk_s) or session.chunk_s != 1.0:
         raise ValueError(f"{session.session_id}: training uses 1 s chunks, got chunk_s={session.chunk_s}")
     plans = plan_session(session, adapter, executor)
@@ -82,6 +109,7 @@ def build_example(session, adapter, executor) -> Example:
         np.asarray(labels, dtype=np.int32),
         session_mel(session, adapter.frontend),
         np.asarray([p.output[0] for p in plans], dtype=np.int32),
+        frame_words(session, vocabulary or {}, adapter.frontend.embeds_per_second),
     )
 
 
@@ -117,12 +145,17 @@ def collate(examples: list[Example], frontend, pad_id: int) -> dict[str, torch.T
         mel[b, frontend.context_frames : frontend.context_frames + e.mel.shape[0]] = torch.from_numpy(e.mel.astype(np.float32))
     audio = tokens == AUDIO
     tokens[audio] = pad_id
-    return {"tokens": tokens, "labels": labels, "attention_mask": mask, "audio_slots": audio, "mel": mel}
+    words = torch.from_numpy(np.concatenate([e.words for e in examples]).astype(np.int64))
+    return {"tokens": tokens, "labels": labels, "attention_mask": mask, "audio_slots": audio, "mel": mel, "words": words}
 
 
-def forward_loss(model, frontend, batch: dict[str, torch.Tensor], bf16: bool = False) -> tuple[torch.Tensor, dict]:
+def forward_loss(model, frontend, batch: dict[str, torch.Tensor], bf16: bool = False, word_head=None,
+                 word_weight: float = 0.0) -> tuple[torch.Tensor, dict]:
     """Cross-entropy over the output tokens of a collated batch (audio slots filled by the front-end).
 
+    ``word_head``: an auxiliary linear classifier (training only) that predicts, from the LLM's last hidden
+    state at every audio slot, the word being heard there; its cross-entropy is added with ``word_weight``.
+    It gives the model a dense speech-recognition signal from the manifest's word timings.
     ``bf16``: run the matrix products under CPU bfloat16 autocast (fp32 master weights), ~2x faster on
     CPUs with AVX512-BF16.
     """
@@ -133,11 +166,21 @@ def forward_loss(model, frontend, batch: dict[str, torch.Tensor], bf16: bool = F
         counts = slots.sum(dim=1)
         chosen = torch.cat([audio[b, : int(counts[b])] for b in range(audio.shape[0])]).to(embeds.dtype)
         embeds = embeds.masked_scatter(slots[..., None], chosen)
-        out = model(inputs_embeds=embeds, attention_mask=batch["attention_mask"])
-    logits = out.logits.float()
+        hidden = model.model(inputs_embeds=embeds, attention_mask=batch["attention_mask"]).last_hidden_state
+        logits = model.lm_head(hidden)
+        word_logits = word_head(hidden[slots]) if word_head is not None else None
+    logits = logits.float()
     labels = batch["labels"]
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE)
+    stats = {}
+    if word_logits is not None:
+        word_loss = torch.nn.functional.cross_entropy(word_logits.float(), batch["words"])
+        with torch.no_grad():
+            spoken = batch["words"] > 0
+            stats["word_acc"] = float((word_logits.argmax(-1)[spoken] == batch["words"][spoken]).float().mean()) if spoken.any() else 0.0
+        stats["word_loss"] = float(word_loss)
+        loss = loss + word_weight * word_loss
     with torch.no_grad():
         trained = labels != IGNORE
         correct = (logits.argmax(-1) == labels) & trained
-    return loss, {"tokens": int(trained.sum()), "correct": int(correct.sum())}
+    return loss, {"tokens": int(trained.sum()), "correct": int(correct.sum()), **stats}

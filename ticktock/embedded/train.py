@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ticktock.embedded.data import build_example, batches, collate, forward_loss
+from ticktock.embedded.data import batches, build_example, collate, forward_loss, word_vocabulary
 from ticktock.embedded.model import Architecture, SYSTEM_PROMPT, build_model, make_adapter, save_model
 from ticktock.embedded.targets import tool_call_text
 from ticktock.embedded.tokenizer import train_tokenizer
@@ -59,13 +59,13 @@ def corpus_texts(sessions, executor) -> list[str]:
     return texts
 
 
-def load_examples(sessions, adapter, executor, cache: Path):
+def load_examples(sessions, adapter, executor, vocabulary, cache: Path):
     if cache.is_file():
         return pickle.loads(cache.read_bytes())
     examples = []
     began = time.time()
     for i, session in enumerate(sessions):
-        examples.append(build_example(session, adapter, executor))
+        examples.append(build_example(session, adapter, executor, vocabulary))
         if (i + 1) % 500 == 0:
             print(f"  examples {i + 1}/{len(sessions)} ({time.time() - began:.0f} s)", flush=True)
     cache.write_bytes(pickle.dumps(examples))
@@ -131,7 +131,9 @@ def train(args) -> None:
     adapter = make_adapter(model, frontend, tokenizer, arch)
     print(f"{len(sessions)} sessions, vocab {len(tokenizer)}, "
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
-    examples = load_examples(sessions, adapter, executor, corpus / f"examples-v{args.vocab}-s{args.seed}.pkl")
+    vocabulary = word_vocabulary(sessions)
+    word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
+    examples = load_examples(sessions, adapter, executor, vocabulary, corpus / f"examples-v{args.vocab}-s{args.seed}-w.pkl")
     order = rng.permutation(len(examples))
     held = max(16, len(examples) // 50)
     valid = [examples[i] for i in order[:held]]
@@ -139,13 +141,13 @@ def train(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "training_log.csv"
-    params = list(model.parameters()) + list(frontend.parameters())
+    params = list(model.parameters()) + list(frontend.parameters()) + list(word_head.parameters())
     optimizer = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     model.train(), frontend.train()
     began, step, running = time.time(), 0, None
     with log_path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["step", "elapsed_s", "lr", "train_loss", "train_token_acc", "val_loss", "val_token_acc"])
+        writer.writerow(["step", "elapsed_s", "lr", "train_loss", "train_token_acc", "word_acc", "val_loss", "val_token_acc"])
         while step < args.steps:
             for batch_ids in batches(train_set, args.batch_tokens, rng):
                 if step >= args.steps or (args.minutes and time.time() - began > 60 * args.minutes):
@@ -154,20 +156,23 @@ def train(args) -> None:
                 for group in optimizer.param_groups:
                     group["lr"] = lr
                 batch = collate([train_set[i] for i in batch_ids], frontend, tokenizer.pad_token_id)
-                loss, stats = forward_loss(model, frontend, batch, bf16=args.bf16)
+                loss, stats = forward_loss(model, frontend, batch, bf16=args.bf16, word_head=word_head,
+                                           word_weight=args.word_weight)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
                 optimizer.step()
-                running = float(loss) if running is None else 0.98 * running + 0.02 * float(loss)
+                value = float(loss.detach())
+                running = value if running is None else 0.98 * running + 0.02 * value
                 step += 1
                 if step % args.log_every == 0 or step == args.steps:
                     val = validate(model, frontend, valid, tokenizer.pad_token_id) if step % args.val_every == 0 or step == args.steps else {}
                     writer.writerow([step, round(time.time() - began, 1), f"{lr:.6f}", f"{running:.5f}",
-                                     f"{stats['correct'] / max(stats['tokens'], 1):.4f}",
+                                     f"{stats['correct'] / max(stats['tokens'], 1):.4f}", f"{stats.get('word_acc', 0):.4f}",
                                      f"{val['val_loss']:.5f}" if val else "", f"{val['val_token_acc']:.4f}" if val else ""])
                     handle.flush()
-                    print(f"step {step}/{args.steps} {time.time() - began:.0f}s lr {lr:.2e} loss {running:.4f} {val}", flush=True)
+                    print(f"step {step}/{args.steps} {time.time() - began:.0f}s lr {lr:.2e} loss {running:.4f} "
+                          f"word acc {stats.get('word_acc', 0):.3f} {val}", flush=True)
             else:
                 continue
             break
@@ -175,7 +180,8 @@ def train(args) -> None:
     training = {"seed": args.seed, "steps": step, "planned_steps": args.steps, "train_minutes": round(elapsed / 60, 1),
                 "sessions": len(sessions), "train_sessions": len(train_set), "validation_sessions": len(valid),
                 "corpus_seed": TRAIN_SEED_BASE + args.seed, "sessions_per_task": args.generate, "vocab": len(tokenizer),
-                "batch_tokens": args.batch_tokens, "lr": args.lr, "threads": args.threads, "bf16_autocast": args.bf16,
+                "batch_tokens": args.batch_tokens, "lr": args.lr, "word_weight": args.word_weight,
+                "word_vocabulary": len(vocabulary), "threads": args.threads, "bf16_autocast": args.bf16,
                 "final": validate(model, frontend, valid, tokenizer.pad_token_id)}
     model.config._attn_implementation = "eager"
     save_model(out, model, frontend, tokenizer, arch, training)
@@ -200,6 +206,7 @@ def main(argv=None) -> None:
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
                         help="bfloat16 autocast for the matrix products (fp32 weights)")
     parser.add_argument("--minutes", type=float, default=0.0, help="safety stop (0: none); the run is then not the planned one")
+    parser.add_argument("--word-weight", type=float, default=0.5, help="weight of the auxiliary word-recognition loss")
     parser.add_argument("--log-every", type=int, default=20)
     parser.add_argument("--val-every", type=int, default=500)
     train(parser.parse_args(argv))

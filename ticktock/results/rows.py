@@ -64,6 +64,7 @@ def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
                 "num_post_audio_forwards": post_forwards.get(index, 0),
                 "post_audio_ms": chunk.timing.latency_ms,
                 "post_audio_wall_ms": chunk.post_audio_wall_ms,
+                "encode_wall_ms": chunk.encode_wall_ms,
                 "carried_ms": chunk.carried_ms,
                 "lag_before_ms": chunk.timing.lag_before_ms,
                 "lag_ms": chunk.timing.lag_ms,

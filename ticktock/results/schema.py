@@ -5,7 +5,7 @@ Times are milliseconds on the run's clock (``*_ms``) unless the name says ``wall
 
 chunks.parquet, one row per session chunk:
     post_audio_ms       l_t: clock time from the chunk's arrival to its last token, incl. carried_ms
-    post_audio_wall_ms  measured wall time of the post-audio work itself (any clock)
+    post_audio_wall_ms  measured wall time of the post-audio work itself (any clock); encode_wall_ms: its audio encoding
     carried_ms          idle-window overrun (drafting for this chunk) carried into l_t
     lag_before_ms       b_{t-1};  lag_ms: b_t;  response_ms: b_{t-1} + l_t
     missed_deadline     b_{t-1} + l_t > D
@@ -51,6 +51,7 @@ CHUNKS = pa.schema(
         pa.field("num_post_audio_forwards", pa.int32()),
         pa.field("post_audio_ms", pa.float64()),
         pa.field("post_audio_wall_ms", pa.float64()),
+        pa.field("encode_wall_ms", pa.float64()),
         pa.field("carried_ms", pa.float64()),
         pa.field("lag_before_ms", pa.float64()),
         pa.field("lag_ms", pa.float64()),

@@ -56,6 +56,7 @@ def write_table(path: Path, rows: list[dict] | pa.Table, schema: pa.Schema) -> N
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
