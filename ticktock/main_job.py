@@ -1,7 +1,8 @@
 """``python -m ticktock.main_job``: the benchmark in one command, on the embedded model and corpus.
 
 Replays the mini corpus with every decoder (AR, PLD, Token Recycling, Lookahead, and Speculative
-Listening with its ablation configs) under the same clock, one run directory per decoder, then prints
+Listening with its ablation configs) under the same clock, one run directory per decoder, plus AR and
+Speculative Listening at two sampling temperatures (Figure 4b), then prints
 Table 2 (speak-chunk speedup and #MAT), the tool-call table and Table 5 (onset and tool-call latency) and
 writes the full report (tables, figures, report.html). Reruns resume: completed sessions are skipped.
 
@@ -45,6 +46,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--per-task", type=int, default=6, help="sessions per task type (0: all)")
     parser.add_argument("--decoders", default=",".join(DECODERS))
+    parser.add_argument("--temperatures", default="0.3,1.0",
+                        help="sampling temperatures for Figure 4b (AR and speclisten at each; '' for none)")
     parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
     args = parser.parse_args(argv)
     from ticktock.tables.__main__ import build_report, print_headline
@@ -53,9 +56,13 @@ def main(argv=None) -> int:
     out = Path(args.out)
     per_task = args.per_task or None
     began = time.time()
-    for decoder in args.decoders.split(","):
-        cfg = compose_run(decoder, args.model, per_task, list(args.overrides))
-        summary = run(cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}")
+    jobs = [(decoder, []) for decoder in args.decoders.split(",")]
+    for temperature in filter(None, args.temperatures.split(",")):
+        jobs += [(decoder, [f"sampling.temperature={temperature}"]) for decoder in ("ar", "speclisten")]
+    for decoder, sampling in jobs:
+        cfg = compose_run(decoder, args.model, per_task, [*sampling, *args.overrides])
+        suffix = f"-T{cfg.sampling.temperature}" if sampling else ""
+        summary = run(cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{suffix}")
         print(summary.line(), flush=True)
     runs = load_runs([out / "runs"])
     print_headline(runs)

@@ -153,46 +153,42 @@ def chunk_stats(path: Path, clock: str) -> dict:
     }
 
 
-def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
-    """Replay every session of ``cfg.task`` into ``run_dir`` (resuming completed sessions)."""
-    import torch
-    from tqdm.auto import tqdm
+def select_sessions(cfg: DictConfig, task) -> list:
+    """The task's sessions after the limits; a missing audio file stops the run here unless skipped."""
+    from ticktock.audio import AudioError
 
-    from ticktock.audio import AudioError, load_audio
-    from ticktock.decoders.selection import TokenSelector
-    from ticktock.engine import ReplayEngine
-    from ticktock.results.rows import chunk_rows, forward_rows, session_row
-    from ticktock.results.schema import SCHEMA_VERSION
-    from ticktock.results.writer import RunWriter
-
-    torch.manual_seed(cfg.seed)
-    task = build(cfg.task)
     sessions = first_per_task(task.sessions(), cfg.limit.get("per_task"))[: cfg.limit.sessions]
     missing = [s for s in sessions if not s.audio_path.is_file()]
     if missing and not cfg.skip_bad_sessions:
         raise AudioError(f"{missing[0].audio_path}: audio file not found (session {missing[0].session_id}; "
                          f"{len(missing)} sessions affected; skip_bad_sessions=true skips them)")
-    ident = identity(cfg)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
-    run_id = run_id_for(ident, run_dir)
+    return sessions
+
+
+def build_engine(cfg: DictConfig, task):
+    """The model adapter, decoder, clock and token selector of a run, wired into one replay engine."""
+    from ticktock.decoders.selection import TokenSelector
+    from ticktock.engine import ReplayEngine
+
     adapter = build(cfg.model)
     decoder = build(cfg.decoder)
     clock = build(cfg.clock, synchronize=adapter.synchronize)
     selector = TokenSelector(adapter.protocol, seed=cfg.seed, **cfg.sampling)
-    engine = ReplayEngine(adapter, decoder, clock, selector, task.injector(), cfg.limit.chunks)
-    labels = {"run_id": run_id, "model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
-    meta = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "config": OmegaConf.to_container(cfg, resolve=True),
-            "clock": clock.describe(), "environment": environment(adapter),
-            "decoder": {"lossless": decoder.lossless, **decoder.describe()}}
-    done = writer.completed()
-    todo = [s for s in sessions if s.session_id not in done]
-    skipped, status, started = [], "interrupted", time.time()
-    writer.write_run_json({**meta, "status": "running", "started": started})
-    total_chunks = sum(len(s.chunk_spans()[: cfg.limit.chunks]) for s in todo)
-    bar = tqdm(total=total_chunks, desc=f"{cfg.decoder.name} chunks", unit="chunk", disable=not cfg.progress, file=sys.stderr)
-    try:
-        for session in tqdm(todo, desc="sessions", unit="session", disable=not cfg.progress, file=sys.stderr, position=1):
+    return ReplayEngine(adapter, decoder, clock, selector, task.injector(), cfg.limit.chunks)
+
+
+def replay_sessions(cfg, engine, sessions, writer, labels: dict) -> list[dict]:
+    """Replay and write every session; returns the sessions skipped for bad audio."""
+    from tqdm.auto import tqdm
+
+    from ticktock.audio import AudioError, load_audio
+    from ticktock.results.rows import chunk_rows, forward_rows, session_row
+
+    skipped, adapter = [], engine.adapter
+    chunks_total = sum(len(s.chunk_spans()[: cfg.limit.chunks]) for s in sessions)
+    bar = tqdm(total=chunks_total, desc=f"{cfg.decoder.name} chunks", unit="chunk", disable=not cfg.progress, file=sys.stderr)
+    with bar:
+        for session in tqdm(sessions, desc="sessions", unit="session", disable=not cfg.progress, file=sys.stderr, position=1):
             try:
                 audio = load_audio(session.audio_path)
             except AudioError as err:
@@ -203,17 +199,42 @@ def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
             trace = engine.replay(session, audio, on_chunk=lambda: bar.update(1))
             chunks = chunk_rows(trace, labels, adapter)
             writer.write_session(session.session_id, chunks, session_row(trace, labels, chunks, adapter),
-                                 forward_rows(trace, run_id))
+                                 forward_rows(trace, labels["run_id"]))
+    return skipped
+
+
+def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
+    """Replay every session of ``cfg.task`` into ``run_dir`` (resuming completed sessions)."""
+    import torch
+
+    from ticktock.results.schema import SCHEMA_VERSION
+    from ticktock.results.writer import RunWriter
+
+    torch.manual_seed(cfg.seed)
+    task = build(cfg.task)
+    sessions = select_sessions(cfg, task)
+    ident = identity(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
+    run_id = run_id_for(ident, run_dir)
+    engine = build_engine(cfg, task)
+    labels = {"run_id": run_id, "model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
+    meta = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "config": OmegaConf.to_container(cfg, resolve=True),
+            "clock": engine.clock.describe(), "environment": environment(engine.adapter),
+            "decoder": {"lossless": engine.decoder.lossless, **engine.decoder.describe()}, "started": time.time()}
+    done = writer.completed()
+    writer.write_run_json({**meta, "status": "running"})
+    status, skipped = "interrupted", []
+    try:
+        skipped = replay_sessions(cfg, engine, [s for s in sessions if s.session_id not in done], writer, labels)
         status = "complete"
-    except BaseException as err:
-        status = f"failed: {type(err).__name__}: {err}" if not isinstance(err, KeyboardInterrupt) else "interrupted"
+    except Exception as err:
+        status = f"failed: {type(err).__name__}: {err}"
         raise
-    finally:
-        bar.close()
+    finally:  # also on Ctrl-C: every completed session stays in the consolidated tables
         counts = writer.consolidate()
-        writer.write_run_json({**meta, "status": status, "started": started, "finished": time.time(),
-                               "skipped_sessions": skipped, "row_counts": counts,
-                               "sessions_total": len(sessions)})
+        writer.write_run_json({**meta, "status": status, "finished": time.time(), "skipped_sessions": skipped,
+                               "row_counts": counts, "sessions_total": len(sessions)})
     stats = chunk_stats(run_dir / "chunks.parquet", cfg.clock.name)
     return RunSummary(run_dir, run_id, counts.get("sessions", 0), len(skipped), counts, stats)
 

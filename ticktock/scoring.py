@@ -11,8 +11,8 @@ that rates can be pooled over sessions.
   call with the right arguments, nothing missing, nothing extra); ``tool_args``: expected calls matched
   with exactly right arguments; ``tool_json``: tool-call spans that are valid calls.
 - ``respond``: user turns expecting a response that get one (speech or a tool call) within 2 chunks after
-  the turn ends; ``false_speak``: chunks where the user addresses the model and the model speaks (barge-in
-  allowance aside); ``stop``: barge-ins after which the model stops within 2 chunks; ``keep``: user
+  the turn ends; ``false_speak``: chunks that arrive while the user is still in the middle of a turn
+  addressed to the model (pauses included) in which the model speaks (barge-in allowance aside); ``stop``: barge-ins after which the model stops within 2 chunks; ``keep``: user
   backchannels / side talk during a reply that the model speaks through; ``ignore``: side talk and
   background speech (while listening) that get no response; ``backchannel``: scripted backchannel
   opportunities where the model backchannels within 2 chunks.
@@ -45,7 +45,8 @@ def normalise(text: str) -> str:
 
 
 def speech(chunk: dict) -> str:
-    return SPECIAL.sub(" ", chunk["output_text"]) if chunk["kind"] == "speak" else ""
+    """The spoken text of a speak unit (units split words: join them without separators)."""
+    return SPECIAL.sub("", chunk["output_text"]) if chunk["kind"] == "speak" else ""
 
 
 def _value(v):
@@ -81,7 +82,7 @@ def _reply_text(chunks, turns, index) -> str:
     turn = turns[index]
     later = [t["start_s"] for t in turns[index + 1 :] if t["speaker"] == "user" and t.get("expects_response")]
     stop = (min(later) + WINDOW_CHUNKS) if later else math.inf
-    return " ".join(speech(c) for c in chunks if turn["end_s"] < c["arrival_s"] <= stop)
+    return "".join(speech(c) for c in chunks if turn["end_s"] < c["arrival_s"] <= stop)
 
 
 def score_qa(chunks, expected, turns) -> Counter:
@@ -142,12 +143,9 @@ def score_turn_taking(chunks, expected, turns) -> Counter:
         if start > 0 and chunks[start - 1]["kind"] == "speak":
             score["stop_trials"] += 1
             score["stop_hits"] += any(c["kind"] in ("listen", "interrupt") for c in chunks[start : start + WINDOW_CHUNKS + 1])
-    allowance = set()
-    if barge is not None:
-        start = first_chunk_at_or_after(chunks, barge)
-        allowance = set(range(start, start + WINDOW_CHUNKS + 1))
     for i, c in enumerate(chunks):
-        if i in allowance or not _addressed(c, turns):
+        turn = _addressing_turn(c, turns)
+        if turn is None or _finishing_reply(chunks, i, turn):
             continue
         score["false_speak_trials"] += 1
         score["false_speak_hits"] += c["kind"] == "speak"
@@ -164,6 +162,8 @@ def score_turn_taking(chunks, expected, turns) -> Counter:
             start = first_chunk_at_or_after(chunks, turn["start_s"])
             if start > 0 and chunks[start - 1]["kind"] == "speak":
                 continue  # during a reply: counted as keep-speaking behaviour, not as a new response
+            if _overlaps_a_request(turn, turns):
+                continue  # a response then answers the request, not the side talk
             end = first_chunk_at_or_after(chunks, turn["end_s"])
             score["ignore_trials"] += 1
             score["ignore_hits"] += not any(_responds(c["kind"]) for c in chunks[start : end + WINDOW_CHUNKS + 1])
@@ -174,12 +174,33 @@ def score_turn_taking(chunks, expected, turns) -> Counter:
     return score
 
 
-def _addressed(chunk, turns) -> bool:
-    """The user is speaking to the model in this chunk (a request, statement or barge-in word)."""
+def _overlaps_a_request(turn, turns) -> bool:
+    """Side talk or background that overlaps a request's span or its response window (2 s after it)."""
     return any(
-        t["speaker"] == "user" and t["role"] in ADDRESSED_ROLES and t["start_s"] < chunk["arrival_s"] and t["end_s"] > chunk["start_s"]
+        t is not turn and t["speaker"] == "user" and t.get("expects_response")
+        and turn["start_s"] < t["end_s"] + WINDOW_CHUNKS and t["start_s"] < turn["end_s"] + WINDOW_CHUNKS
         for t in turns
     )
+
+
+def _addressing_turn(chunk, turns) -> dict | None:
+    """The turn the user is in the middle of, addressed to the model, when this chunk arrives (a request,
+    statement or barge-in that has started and not ended; pauses inside it included). A reply that starts
+    in the chunk where the turn ends is on time, not a false start."""
+    for t in turns:
+        if t["speaker"] == "user" and t["role"] in ADDRESSED_ROLES and t["start_s"] < chunk["arrival_s"] < t["end_s"]:
+            return t
+    return None
+
+
+def _finishing_reply(chunks, index, turn) -> bool:
+    """Barge-in handling: the chunk continues a reply the model began before the user's turn started, within
+    the allowance of 2 chunks after that start (whether the model then stops is what ``stop`` measures)."""
+    first = index
+    while first > 0 and chunks[first - 1]["kind"] == "speak":
+        first -= 1
+    began_before = chunks[first]["start_s"] < turn["start_s"]
+    return chunks[index]["kind"] == "speak" and began_before and index <= first_chunk_at_or_after(chunks, turn["start_s"]) + WINDOW_CHUNKS
 
 
 def score_session(chunks: list[dict], expected: dict, turns: list[dict]) -> Counter:

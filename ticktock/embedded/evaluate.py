@@ -35,7 +35,8 @@ from ticktock.mock_tools import MockToolExecutor
 from ticktock.results.rows import chunk_rows, session_row
 from ticktock.scoring import rates, score_session
 
-GATES = {  # metric: (threshold, higher is better)
+QA_TASKS = ("llama_questions", "web_questions", "trivia_qa")
+GATES = {  # metric: (threshold, higher is better); "qa" pools the three factual-QA tasks only
     "respond": (0.90, True),
     "false_speak": (0.05, False),
     "stop": (0.80, True),
@@ -128,6 +129,8 @@ def main(argv=None) -> None:
     results = replay_all(adapter, sessions)
     by_task = score_all(results)
     overall = rates(by_task["all"])
+    qa_counts = sum((by_task[t] for t in QA_TASKS if t in by_task), Counter())
+    overall["qa"] = rates(qa_counts).get("qa")
     summary = {
         "manifest": str(args.manifest),
         "sessions": len(sessions),

@@ -20,12 +20,18 @@ SPECIAL_TOKENS = ["<|pad|>", "<|im_start|>", "<|im_end|>", *PROTOCOL_TOKENS.valu
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int):
-    """Byte-level BPE (any text encodes; no unknown tokens) with the special tokens at ids 0..14."""
+    """Byte-level BPE (any text encodes; no unknown tokens) with the special tokens at ids 0..14.
+
+    Digits are always single tokens (as in Llama and Qwen tokenizers): a number spoken digit by digit
+    maps to one token per digit, which a small model learns far more easily than arbitrary merges.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -133,11 +133,12 @@ def train(args) -> None:
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
-    examples = load_examples(sessions, adapter, executor, vocabulary, corpus / f"examples-v{args.vocab}-s{args.seed}-w.pkl")
+    examples = load_examples(sessions, adapter, executor, vocabulary, corpus / f"examples-v{args.vocab}-s{args.seed}-wd.pkl")
     order = rng.permutation(len(examples))
     held = max(16, len(examples) // 50)
     valid = [examples[i] for i in order[:held]]
-    train_set = [examples[i] for i in order[held:]]
+    weights = dict(item.split("=") for item in args.task_weight)
+    train_set = [examples[i] for i in order[held:] for _ in range(int(weights.get(examples[i].task, 1)))]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "training_log.csv"
@@ -181,6 +182,7 @@ def train(args) -> None:
                 "sessions": len(sessions), "train_sessions": len(train_set), "validation_sessions": len(valid),
                 "corpus_seed": TRAIN_SEED_BASE + args.seed, "sessions_per_task": args.generate, "vocab": len(tokenizer),
                 "batch_tokens": args.batch_tokens, "lr": args.lr, "word_weight": args.word_weight,
+                "task_weights": weights,
                 "word_vocabulary": len(vocabulary), "threads": args.threads, "bf16_autocast": args.bf16,
                 "final": validate(model, frontend, valid, tokenizer.pad_token_id)}
     model.config._attn_implementation = "eager"
@@ -207,6 +209,8 @@ def main(argv=None) -> None:
                         help="bfloat16 autocast for the matrix products (fp32 weights)")
     parser.add_argument("--minutes", type=float, default=0.0, help="safety stop (0: none); the run is then not the planned one")
     parser.add_argument("--word-weight", type=float, default=0.5, help="weight of the auxiliary word-recognition loss")
+    parser.add_argument("--task-weight", action="append", default=[], metavar="TASK=N",
+                        help="repeat the training sessions of TASK N times per epoch (e.g. fdb_v3=2)")
     parser.add_argument("--log-every", type=int, default=20)
     parser.add_argument("--val-every", type=int, default=500)
     train(parser.parse_args(argv))

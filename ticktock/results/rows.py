@@ -119,7 +119,7 @@ def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:
         "mean_onset_ms": _mean(onsets),
         "tool_call_latencies_ms": tools,
         "mean_tool_call_ms": _mean(tools),
-        "speech_text": " ".join(s.strip() for s in speech if s.strip()),
+        "speech_text": "".join(speech).strip(),
         "tool_calls_json": json.dumps(calls),
         "expected_json": json.dumps(session.expected, sort_keys=True),
         "turns_json": json.dumps([_turn_summary(t) for t in session.turns]),
