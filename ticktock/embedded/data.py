@@ -178,7 +178,7 @@ def forward_loss(model, frontend, batch: dict[str, torch.Tensor], bf16: bool = F
         with torch.no_grad():
             spoken = batch["words"] > 0
             stats["word_acc"] = float((word_logits.argmax(-1)[spoken] == batch["words"][spoken]).float().mean()) if spoken.any() else 0.0
-        stats["word_loss"] = float(word_loss)
+        stats["word_loss"] = float(word_loss.detach())
         loss = loss + word_weight * word_loss
     with torch.no_grad():
         trained = labels != IGNORE
