@@ -75,3 +75,16 @@ def test_multirun_sweeps_clocks(tmp_path, small_manifest):
     result = run_cli("-m", *args, "clock=modeled,wall", f"hydra.sweep.dir={sweep}", "limit.sessions=1", "limit.chunks=2")
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(list(sweep.glob("*/chunks.parquet"))) == 2
+
+
+def test_ticktock_command_dispatches_to_the_modules(tmp_path, small_manifest, capsys):
+    from ticktock.cli import COMMANDS, main
+
+    assert main(["--help"]) == 0
+    listing = capsys.readouterr().out
+    assert all(name in listing for name in COMMANDS)
+    assert main(["no-such-command"]) == 2 and "unknown command 'no-such-command'" in capsys.readouterr().err
+    assert main(["synth", "--help"]) == 0 and "--sessions-per-task" in capsys.readouterr().out
+    run_dir = tmp_path / "run"
+    assert main(["run", *common(small_manifest, run_dir), "limit.sessions=1", "limit.chunks=2"]) == 0
+    assert (run_dir / "chunks.parquet").is_file()
