@@ -14,7 +14,7 @@ Example::
     >>> import argparse
     >>> parser = argparse.ArgumentParser()
     >>> add_arguments(parser)
-    >>> args = parser.parse_args(["--out", "/tmp/corpus", "--seed", "0", "--sessions-per-task", "1", "--tasks", "fdb_v3"])
+    >>> args = parser.parse_args(["--out", "corpus", "--seed", "0", "--sessions-per-task", "1", "--tasks", "fdb_v3"])
     >>> main(args)                                                           # doctest: +SKIP
     0
 """

@@ -7,7 +7,7 @@ conversion leaves neither a partial manifest nor stray audio behind.
 
 Example::
 
-    >>> writer = CorpusWriter(Path("/tmp/out"), warn=print)                         # doctest: +SKIP
+    >>> writer = CorpusWriter(Path("out"), warn=print)                         # doctest: +SKIP
     >>> clip = writer.read_audio(Path("src/q_0.mp3"), label="src/q_0.mp3")          # doctest: +SKIP
     >>> writer.write_audio("llama_questions-0000", clip.samples)                     # doctest: +SKIP
     >>> writer.commit(sessions)                                                      # doctest: +SKIP
