@@ -6,26 +6,22 @@ import pytest
 from ticktock.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.lookahead import LookaheadDecoder
-from ticktock.decoders.pld import PromptLookupDecoder
-from ticktock.decoders.recycling import TokenRecyclingDecoder
 from ticktock.decoders.selection import TokenSelector
-from ticktock.decoders.speclisten import SpeculativeListeningDecoder
 from ticktock.engine import ReplayEngine
 from ticktock.injection import ToolCallInjector
+from ticktock.main_job import compose_run
 from ticktock.manifest import load_manifest
 from ticktock.mock_tools import MockToolExecutor
 from ticktock.resources import resource_path
+from ticktock.run import build
 
-DECODERS = {
-    "pld": lambda: PromptLookupDecoder(),
-    "recycling": lambda: TokenRecyclingDecoder(),
-    "lookahead": lambda: LookaheadDecoder(),
-    "speclisten_silence": lambda: SpeculativeListeningDecoder(branches=1, pool=False),
-    "speclisten_runnerup": lambda: SpeculativeListeningDecoder(branches=2, pool=False),
-    "speclisten": lambda: SpeculativeListeningDecoder(),
-    "speclisten_plus": lambda: SpeculativeListeningDecoder(branches=3, draft_with_pool=True),
-}
+def shipped(name):
+    """The decoder exactly as its shipped config file builds it."""
+    return lambda: build(compose_run(name, "embedded", None, []).decoder)
+
+
+DECODERS = {name: shipped(name) for name in ("pld", "recycling", "lookahead", "speclisten_silence", "speclisten_runnerup",
+                                             "speclisten", "speclisten_plus")}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +43,7 @@ def test_greedy_outputs_equal_ar(embedded_adapter, sessions, name):
         assert replay(embedded_adapter, session, DECODERS[name](), 16) == expected, session.session_id
 
 
-@pytest.mark.parametrize("name", ["pld", "recycling", "lookahead", "speclisten"])
+@pytest.mark.parametrize("name", ["pld", "recycling", "lookahead", "speclisten", "speclisten_plus"])
 def test_sampled_outputs_equal_ar_with_the_same_seed(embedded_adapter, sessions, name):
     session = sessions[0]
     expected = replay(embedded_adapter, session, ARDecoder(), 16, temperature=0.7, seed=2)

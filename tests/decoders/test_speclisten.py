@@ -6,10 +6,10 @@ import torch
 from ticktock.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.base import ChunkInputs, DraftTree, IdleWindow
+from ticktock.decoders.base import ChunkInputs, DraftTree, IdleWindow, Verification
 from ticktock.decoders.pool import HypothesisPool
 from ticktock.decoders.selection import TokenSelector
-from ticktock.decoders.speclisten import Hypotheses, SpeculativeListeningDecoder
+from ticktock.decoders.speclisten import Hypotheses, SpeculativeListeningDecoder, realigned_tails
 from ticktock.engine import ReplayEngine
 from ticktock.manifest import Session, Turn, load_manifest
 
@@ -17,7 +17,8 @@ CONFIGS = {
     "speclisten_silence": dict(branches=1, pool=False),
     "speclisten_runnerup": dict(branches=2, pool=False),
     "speclisten": dict(branches=2, pool=True),
-    "speclisten_plus": dict(branches=3, pool=True, draft_with_pool=True),
+    "speclisten_plus": dict(branches=3, pool=True, draft_with_pool=True, lookup_context=True, realign=True),
+    "realign_only": dict(branches=2, pool=False, realign=True),
 }
 
 
@@ -137,3 +138,19 @@ def test_bad_knobs_are_rejected():
         SpeculativeListeningDecoder(branches=0)
     with pytest.raises(ValueError, match="draft_with_pool"):
         SpeculativeListeningDecoder(pool=False, draft_with_pool=True)
+
+
+def test_realigned_tails_after_a_substitution_an_insertion_or_a_dropped_token():
+    tree = DraftTree()
+    tree.add_chain([7, 8, 9, 10, 11])
+    tree.add_chain([6, 1])  # a branch: never the chain that is realigned
+    # accepted 7, then the target said 5 instead of 8: substituted (9 10 11) or inserted (8 9 10 11)
+    assert realigned_tails(Verification([7, 5], [0], None, tree), limit=8) == [[9, 10, 11], [8, 9, 10, 11]]
+    # the target said 9: the draft's 8 was one token too many
+    assert realigned_tails(Verification([7, 9], [0], None, tree), limit=8) == [[10, 11]]
+    # rejected at the root: the main chain (first added) is realigned, not the branch
+    assert realigned_tails(Verification([3], [], None, tree), limit=2) == [[8, 9], [7, 8]]
+    # the whole chain accepted, nothing rejected; no draft; no room
+    assert realigned_tails(Verification([7, 8, 9, 10, 11, 2], [0, 1, 2, 3, 4], None, tree), limit=8) == []
+    assert realigned_tails(Verification([4], [], None, DraftTree()), limit=8) == []
+    assert realigned_tails(Verification([7, 5], [0], None, tree), limit=0) == []

@@ -25,7 +25,10 @@ current streaming state instead of the cached silence-after-silence embeddings (
 draft forward also verifies a pool continuation under the silence hypothesis, so successive windows extend
 a long tool call instead of re-decoding its start), extends a budget-cut draft with the pool's continuation,
 and reuses the pool's latest draft where no fresh one exists: as the draft of a draft's first forward,
-and as the first-pass draft of a chunk that got no idle time (lagging).
+and as the first-pass draft of a chunk that got no idle time (lagging). ``realign`` re-offers a rejected
+draft's tail after the target's correction token (``realigned_tails``: one token substituted, inserted
+or dropped), so a draft that differs from the output in one argument value (a digit, a name) is not
+lost past the difference.
 
 Per-chunk diagnostics: ``draft_source`` (silence / runner_up / branch / pool / none: what supplied the
 accepted draft tokens), ``draft_full_match`` (the silence draft was complete and equals the output),
@@ -37,9 +40,45 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ticktock.decoders.base import ChunkStep, Decoder, DraftTree, IdleWindow, trim_draft
+from ticktock.decoders.base import ChunkStep, Decoder, DraftTree, IdleWindow, Verification, trim_draft
 from ticktock.decoders.ngram import NgramIndex
 from ticktock.decoders.pool import HypothesisPool
+
+
+def realigned_tails(result: Verification, limit: int) -> list[list[int]]:
+    """Where a rejected draft chain may continue after the target's correction token.
+
+    The walk stopped at the first chain node ``d[i]`` that differs from the committed correction ``c``.
+    If ``c`` equals the next draft token (the draft had one token too many), the chain goes on from
+    ``d[i + 2]``; otherwise ``c`` replaced ``d[i]`` (continue from ``d[i + 1]``) or was inserted before it
+    (continue from ``d[i]``). Each tail is at most ``limit`` tokens; none when nothing was rejected.
+
+    Example (the draft ``7 8 9 10``, the target accepted ``7`` and then committed ``5``)::
+
+        >>> tree = DraftTree(); _ = tree.add_chain([7, 8, 9, 10])
+        >>> realigned_tails(Verification([7, 5], [0], None, tree), limit=8)
+        [[9, 10], [8, 9, 10]]
+        >>> realigned_tails(Verification([7, 9], [0], None, tree), limit=8)     # 8 was one too many
+        [[10]]
+    """
+    if limit <= 0 or not len(result.draft):
+        return []
+    children = result.draft.children()
+    parent = result.accepted_nodes[-1] if result.accepted_nodes else -1
+    rejected = [node for node in children.get(parent, {}).values() if result.draft.verifiable[node]]
+    if not rejected:
+        return []
+    chain, node = [], min(rejected)  # the first-added chain: the main draft
+    while node is not None:
+        chain.append(result.draft.tokens[node])
+        following = children.get(node, {})
+        node = min(following.values()) if following else None
+    correction = result.committed[-1]
+    if len(chain) > 1 and chain[1] == correction:
+        tails = [chain[2:]]
+    else:
+        tails = [chain[1:], chain]
+    return [tail[:limit] for tail in tails if tail]
 
 
 @dataclass
@@ -70,6 +109,7 @@ class SpeculativeListeningDecoder(Decoder):
         draft_with_pool: bool = False,
         lookup_context: bool = False,
         fresh_silence: bool = False,
+        realign: bool = False,
         name: str = "speclisten",
     ):
         if branches < 1:
@@ -87,6 +127,7 @@ class SpeculativeListeningDecoder(Decoder):
         self.draft_with_pool = draft_with_pool
         self.lookup_context = lookup_context
         self.fresh_silence = fresh_silence
+        self.realign = realign
         self.pool = HypothesisPool(pool_ngram)
         self.context = NgramIndex(pool_ngram)
         self.pending: Hypotheses | None = None
@@ -125,11 +166,12 @@ class SpeculativeListeningDecoder(Decoder):
     def _extend(self, window: IdleWindow, hypothesis: ChunkStep) -> list[int]:
         """Greedy decoding of a hypothesis until it ends, hits the cap, or the budget is spent."""
         cap = self.draft_token_cap or window.protocol.max_tokens_per_chunk
+        last = None
         while not hypothesis.done and len(hypothesis.output) < cap and window.remaining_ms() > 0:
             draft = None
             if self.draft_with_pool:
-                draft = self._pool_tree(hypothesis, cap - len(hypothesis.output) - 1)
-            hypothesis.verify([[hypothesis.output[-1]]], draft)
+                draft = self._next_draft(hypothesis, cap - len(hypothesis.output) - 1, last)
+            last = hypothesis.verify([[hypothesis.output[-1]]], draft)
         return hypothesis.output[:cap]
 
     # --------------------------------------------------------------------------------- post-audio
@@ -143,7 +185,7 @@ class SpeculativeListeningDecoder(Decoder):
         pool_hits = 0
         while not step.done:
             room = step.protocol.max_tokens_per_chunk - len(step.output) - 1
-            draft = self._pool_tree(step, room) if self.use_pool or self.lookup_context else None
+            draft = self._next_draft(step, room, result) if self.use_pool or self.lookup_context or self.realign else None
             result = step.verify([[step.output[-1]]], draft)
             if draft is not None and result.accepted_nodes:
                 pool_hits += 1
@@ -169,6 +211,18 @@ class SpeculativeListeningDecoder(Decoder):
             remap[i] = kept.add_node(token, remap[parent], tree.verifiable[i], tree.sources[i])
             depth[i] = depth[parent] + 1
         return kept
+
+    def _next_draft(self, step: ChunkStep, room: int, last: Verification | None) -> DraftTree | None:
+        """The pool (or context) continuation, plus with ``realign`` the last rejected draft's tails."""
+        tree = self._pool_tree(step, room) if self.use_pool or self.lookup_context else None
+        if not (self.realign and last is not None):
+            return tree
+        tree = tree or DraftTree()
+        for tail in realigned_tails(last, min(room, self.pool_max_tokens)):
+            tail = trim_draft(tail, step.protocol, len(step.output))
+            if tail:
+                tree.add_chain(tail, source="realign")
+        return tree if len(tree) else None
 
     def _pool_tree(self, step: ChunkStep, room: int) -> DraftTree | None:
         """The pool's continuation of the chunk's committed tokens (else, with ``lookup_context``, the
@@ -198,7 +252,7 @@ class SpeculativeListeningDecoder(Decoder):
         if hypotheses is None or not hypotheses.main:
             source = "pool" if pool_hits else "none"
             return {"draft_source": source, "draft_full_match": None, "first_token_changed": None, "pool_hits": pool_hits}
-        for name in ("silence", "runner_up", "branch", "pool", "context"):
+        for name in ("silence", "runner_up", "branch", "pool", "context", "realign"):
             if name in sources:
                 source = name
                 break
@@ -215,4 +269,4 @@ class SpeculativeListeningDecoder(Decoder):
         return {"name": self.name, "branches": self.branches, "pool": self.use_pool, "pool_ngram": self.pool_ngram,
                 "draft_token_cap": self.draft_token_cap, "pool_max_tokens": self.pool_max_tokens,
                 "draft_with_pool": self.draft_with_pool, "lookup_context": self.lookup_context,
-                "fresh_silence": self.fresh_silence}
+                "fresh_silence": self.fresh_silence, "realign": self.realign}

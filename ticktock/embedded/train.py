@@ -5,10 +5,10 @@ item instances disjoint from the shipped evaluation corpus), the tokenizer is tr
 model is initialised from ``--seed`` and trained for a fixed number of optimizer steps on batches drawn
 with that seed. Loss curves go to ``training_log.csv`` and ``loss.png`` in the output folder.
 
-Example (the shipped weights; about 80 minutes on 2 CPU cores)::
+Example (the shipped weights; about 80 minutes on 2 CPU cores, plus 11 minutes to synthesize the corpus)::
 
-    python -m ticktock.embedded.train --corpus work_data/train-corpus --generate 450 \\
-        --out ticktock/embedded/weights --steps 6000
+    python -m ticktock.embedded.train --corpus work_data/train-corpus-1000 --generate 1000 \\
+        --out work_data/model --steps 2800 --warmup 150 --val-every 400 --task-weight fdb_v3=2
 """
 
 from __future__ import annotations
