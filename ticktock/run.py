@@ -213,11 +213,11 @@ def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     torch.manual_seed(cfg.seed)
     task = build(cfg.task)
     sessions = select_sessions(cfg, task)
-    ident = identity(cfg)
+    engine = build_engine(cfg, task)
+    ident = {**identity(cfg), "weights": engine.adapter.describe().get("weights_fingerprint")}
     run_dir.mkdir(parents=True, exist_ok=True)
     writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
     run_id = run_id_for(ident, run_dir)
-    engine = build_engine(cfg, task)
     labels = {"run_id": run_id, "model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
     meta = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "config": OmegaConf.to_container(cfg, resolve=True),
             "clock": engine.clock.describe(), "environment": environment(engine.adapter),

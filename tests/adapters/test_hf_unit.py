@@ -117,3 +117,15 @@ def test_tool_call_texts_and_responses(fixture_adapter):
     tokens = a.tool_response_tokens('{"ok": 1}')
     assert tokens[0] == p.tool_response_open and tokens[-1] == p.tool_response_close
     assert a.decode_tokens(tokens[1:-1]) == '\n{"ok": 1}\n'
+
+
+def test_weights_fingerprint_follows_the_weights():
+    from ticktock.adapters.fixture import build_fixture_adapter
+
+    first, same, other = build_fixture_adapter(seed=0), build_fixture_adapter(seed=0), build_fixture_adapter(seed=1)
+    assert first.weights_fingerprint() == same.weights_fingerprint() != other.weights_fingerprint()
+    assert first.describe()["weights_fingerprint"] == first.weights_fingerprint()
+    with torch.no_grad():
+        next(same.model.parameters()).view(-1)[0] += 1e-3
+    same._fingerprint = None
+    assert same.weights_fingerprint() != first.weights_fingerprint()

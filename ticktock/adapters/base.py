@@ -291,5 +291,6 @@ class ModelAdapter(ABC):
         """Wait for queued device work (CUDA); a no-op on CPU."""
 
     def describe(self) -> dict:
-        """Facts for run.json: name, parameters, dtype, device, attention implementation."""
+        """Facts for run.json: name, parameters, dtype, device, attention implementation. A
+        ``weights_fingerprint`` entry, when present, joins the run's identity (no resume across weights)."""
         return {"name": self.name}

@@ -239,4 +239,23 @@ class HFUnitAdapter(ModelAdapter):
             "device": str(self.device),
             "attn_implementation": config._attn_implementation,
             "audio_embeds_per_second": self.frontend.embeds_per_second,
+            "weights_fingerprint": self.weights_fingerprint(),
         }
+
+    def weights_fingerprint(self) -> str:
+        """A short hash of every weight (model and front-end), so a run never resumes with other weights.
+
+        Computed once, on the device: one float64 sum and one sum of squares per tensor, hashed in order.
+        """
+        if getattr(self, "_fingerprint", None) is None:
+            import hashlib
+
+            digest = hashlib.sha256()
+            with torch.no_grad():
+                for module in (self.model, self.frontend):
+                    for name, tensor in module.state_dict().items():
+                        values = tensor.detach().double()
+                        digest.update(f"{name}:{tuple(tensor.shape)}:{float(values.sum()):.12e}:"
+                                      f"{float((values * values).sum()):.12e};".encode())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
