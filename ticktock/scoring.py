@@ -12,7 +12,8 @@ that rates can be pooled over sessions.
   with exactly right arguments; ``tool_json``: tool-call spans that are valid calls.
 - ``respond``: user turns expecting a response that get one (speech or a tool call) within 2 chunks after
   the turn ends; ``false_speak``: chunks that arrive while the user is still in the middle of a turn
-  addressed to the model (pauses included) in which the model speaks (barge-in allowance aside); ``stop``: barge-ins after which the model stops within 2 chunks; ``keep``: user
+  addressed to the model (pauses included) in which the model speaks (barge-in allowance aside);
+  ``stop``: barge-ins after which the model stops within 2 chunks; ``keep``: user
   backchannels / side talk during a reply that the model speaks through; ``ignore``: side talk and
   background speech (while listening) that get no response; ``backchannel``: scripted backchannel
   opportunities where the model backchannels within 2 chunks.

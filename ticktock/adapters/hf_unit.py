@@ -94,6 +94,7 @@ class HFUnitAdapter(ModelAdapter):
         self.cache = None
         self.frontend_state = None
         self._silence: dict[int, torch.Tensor] = {}
+        self._fingerprint: str | None = None
 
     # -------------------------------------------------------------------------------------- session
 
@@ -245,17 +246,17 @@ class HFUnitAdapter(ModelAdapter):
     def weights_fingerprint(self) -> str:
         """A short hash of every weight (model and front-end), so a run never resumes with other weights.
 
-        Computed once, on the device: one float64 sum and one sum of squares per tensor, hashed in order.
+        Computed once, on the device and without copying a tensor: per tensor its name, shape, float64
+        sum and its first 256 values, hashed in order.
         """
-        if getattr(self, "_fingerprint", None) is None:
+        if self._fingerprint is None:
             import hashlib
 
             digest = hashlib.sha256()
             with torch.no_grad():
                 for module in (self.model, self.frontend):
                     for name, tensor in module.state_dict().items():
-                        values = tensor.detach().double()
-                        digest.update(f"{name}:{tuple(tensor.shape)}:{float(values.sum()):.12e}:"
-                                      f"{float((values * values).sum()):.12e};".encode())
+                        head = tensor.reshape(-1)[:256].float().cpu().numpy().tobytes()
+                        digest.update(f"{name}:{tuple(tensor.shape)}:{float(tensor.sum(dtype=torch.float64)):.12e}:".encode() + head)
             self._fingerprint = digest.hexdigest()[:16]
         return self._fingerprint

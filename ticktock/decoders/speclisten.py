@@ -30,7 +30,7 @@ draft's tail after the target's correction token (``realigned_tails``: one token
 or dropped), so a draft that differs from the output in one argument value (a digit, a name) is not
 lost past the difference.
 
-Per-chunk diagnostics: ``draft_source`` (silence / runner_up / branch / pool / none: what supplied the
+Per-chunk diagnostics: ``draft_source`` (silence / runner_up / branch / pool / context / realign / none: what supplied the
 accepted draft tokens), ``draft_full_match`` (the silence draft was complete and equals the output),
 ``first_token_changed`` (the output's first token differs from the silence draft's), ``pool_hits``
 (post-audio forwards whose pool draft had at least one token accepted).
@@ -185,7 +185,7 @@ class SpeculativeListeningDecoder(Decoder):
         pool_hits = 0
         while not step.done:
             room = step.protocol.max_tokens_per_chunk - len(step.output) - 1
-            draft = self._next_draft(step, room, result) if self.use_pool or self.lookup_context or self.realign else None
+            draft = self._next_draft(step, room, result)
             result = step.verify([[step.output[-1]]], draft)
             if draft is not None and result.accepted_nodes:
                 pool_hits += 1
@@ -213,7 +213,8 @@ class SpeculativeListeningDecoder(Decoder):
         return kept
 
     def _next_draft(self, step: ChunkStep, room: int, last: Verification | None) -> DraftTree | None:
-        """The pool (or context) continuation, plus with ``realign`` the last rejected draft's tails."""
+        """The pool (or context) continuation, plus with ``realign`` the last rejected draft's tails; None when
+        no source is enabled or none has a draft."""
         tree = self._pool_tree(step, room) if self.use_pool or self.lookup_context else None
         if not (self.realign and last is not None):
             return tree

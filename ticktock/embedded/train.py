@@ -72,6 +72,14 @@ def load_examples(sessions, adapter, executor, vocabulary, cache: Path):
     return examples
 
 
+def task_weight(text: str) -> tuple[str, int]:
+    """``--task-weight`` values: ``TASK=N`` with N a whole number >= 1, e.g. ``fdb_v3=2``."""
+    task, sep, count = text.partition("=")
+    if not sep or not task or not count.isdigit() or int(count) < 1:
+        raise argparse.ArgumentTypeError(f"expected TASK=N with N a whole number >= 1 (e.g. fdb_v3=2), got {text!r}")
+    return task, int(count)
+
+
 def learning_rate(step: int, steps: int, peak: float, warmup: int) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
@@ -137,8 +145,8 @@ def train(args) -> None:
     order = rng.permutation(len(examples))
     held = max(16, len(examples) // 50)
     valid = [examples[i] for i in order[:held]]
-    weights = dict(item.split("=") for item in args.task_weight)
-    train_set = [examples[i] for i in order[held:] for _ in range(int(weights.get(examples[i].task, 1)))]
+    weights = dict(args.task_weight)
+    train_set = [examples[i] for i in order[held:] for _ in range(weights.get(examples[i].task, 1))]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "training_log.csv"
@@ -209,7 +217,7 @@ def main(argv=None) -> None:
                         help="bfloat16 autocast for the matrix products (fp32 weights)")
     parser.add_argument("--minutes", type=float, default=0.0, help="safety stop (0: none); the run is then not the planned one")
     parser.add_argument("--word-weight", type=float, default=0.5, help="weight of the auxiliary word-recognition loss")
-    parser.add_argument("--task-weight", action="append", default=[], metavar="TASK=N",
+    parser.add_argument("--task-weight", action="append", default=[], metavar="TASK=N", type=task_weight,
                         help="repeat the training sessions of TASK N times per epoch (e.g. fdb_v3=2)")
     parser.add_argument("--log-every", type=int, default=20)
     parser.add_argument("--val-every", type=int, default=500)
