@@ -5,7 +5,8 @@ averaged. Bad audio raises :class:`AudioError` naming the file.
 
 Example::
 
-    >>> audio = load_audio("manifests/ticktock-mini/audio/llama_questions-0000.flac")  # doctest: +SKIP
+    >>> from ticktock.resources import resource_path
+    >>> audio = load_audio(resource_path("manifests/ticktock-mini/audio/alpaca_eval-eval-0-0000.flac"))
     >>> audio.dtype, audio.ndim
     (dtype('float32'), 1)
 """

@@ -29,9 +29,10 @@ whose listed keys are type-checked when present.
 
 Example::
 
-    >>> sessions = load_manifest("manifests/ticktock-mini/manifest.jsonl")   # doctest: +SKIP
+    >>> from ticktock.resources import resource_path
+    >>> sessions = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))
     >>> s = sessions[0]
-    >>> [c.end_s for c in s.chunk_spans()][:3]                                # doctest: +SKIP
+    >>> [c.end_s for c in s.chunk_spans()][:3]
     [1.0, 2.0, 3.0]
 """
 

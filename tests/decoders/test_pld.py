@@ -58,3 +58,13 @@ def test_pld_is_exact_under_sampling(fixture_adapter, small_manifest):
     ar = replay(fixture_adapter, session, ARDecoder(), temperature=0.9, seed=11)
     pld = replay(fixture_adapter, session, PromptLookupDecoder(dummy_token=40), temperature=0.9, seed=11)
     assert [c.output for c in pld.chunks] == [c.output for c in ar.chunks]
+
+
+def test_find_all_gives_distinct_continuations_longest_match_first():
+    index = NgramIndex(2)
+    index.extend([5, 6, 7, 5, 6, 8, 1, 6, 9, 6, 7])
+    # "6" last occurs before 7 ([7] is a prefix of [7, 5]: skipped), then before 9
+    assert index.find_all([5, 6], max_ngram=2, num_pred=2, limit=4) == [(2, [8, 1]), (2, [7, 5]), (1, [9, 6])]
+    assert index.find_all([5, 6], 2, 2, limit=1) == [(2, [8, 1])] and index.find([5, 6], 2, 2) == [8, 1]
+    assert index.find_all([5, 6], 2, 1, limit=4, latest=False) == [(2, [7]), (2, [8]), (1, [9])]
+    assert index.find_all([4], 2, 2, limit=4) == []

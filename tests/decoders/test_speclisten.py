@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 import soundfile
@@ -6,7 +8,7 @@ import torch
 from ticktock.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.base import ChunkInputs, DraftTree, IdleWindow, Verification
+from ticktock.decoders.base import ChunkInputs, ChunkStep, DraftTree, IdleWindow, Verification
 from ticktock.decoders.pool import HypothesisPool
 from ticktock.decoders.selection import TokenSelector
 from ticktock.decoders.speclisten import Hypotheses, SpeculativeListeningDecoder, realigned_tails
@@ -17,7 +19,8 @@ CONFIGS = {
     "speclisten_silence": dict(branches=1, pool=False),
     "speclisten_runnerup": dict(branches=2, pool=False),
     "speclisten": dict(branches=2, pool=True),
-    "speclisten_plus": dict(branches=3, pool=True, draft_with_pool=True, lookup_context=True, realign=True),
+    "speclisten_plus": dict(branches=3, pool=True, draft_with_pool=True, lookup_context=True, realign=True,
+                            lookup_branches=4, lookup_tools=True),
     "realign_only": dict(branches=2, pool=False, realign=True),
 }
 
@@ -119,6 +122,34 @@ def test_pool_lookup_longest_match_recency_and_alignment():
     assert pool.continuation([6], 5, position=1) == [6, 1, 6, 2]  # aligned with 0
 
 
+def test_pool_continuations_are_distinct_and_ranked():
+    pool = HypothesisPool(max_n=2)
+    pool.add([1, 2, 3, 4])
+    pool.add([5, 2, 3])
+    pool.add([1, 2, 3, 4, 8])  # newest; its continuation after "2" extends the first draft's
+    # the 2-gram "1 2", newest draft first; [3, 4] (the first draft) and [3] (the second) are prefixes of it
+    assert pool.continuations([1, 2], 3, limit=4) == [(2, [3, 4, 8])]
+    assert pool.continuations([1, 2], 1, limit=4) == [(2, [3])]
+    assert pool.continuations([9, 2], 3, limit=4) == [(1, [3, 4, 8])]  # [3] of [5, 2, 3] is its prefix
+    assert pool.continuations([7], 3, limit=4) == []
+
+
+def test_context_match_beats_a_shorter_pool_match_and_branches_form_one_tree(fixture_adapter):
+    p = fixture_adapter.protocol
+    decoder = SpeculativeListeningDecoder(pool=True, lookup_context=True, lookup_branches=2, pool_ngram=3)
+    decoder.start_session(Session("s", "fdb_v3", Path("x.wav"), 1.0))
+    decoder.pool.add([p.speak, 41, 42])                     # the pool knows "41 -> 42" (a 1-gram match below)
+    history = [30, 40, 41, 50, 51, 30, 40, 41, 60]          # the context knows "30 40 41 -> 60" (a 3-gram match)
+    step = ChunkStep(fixture_adapter, None, None, [], 0, ChunkInputs(head=[]), history, output=[p.speak, 30, 40, 41])
+    tree = decoder._lookup_tree(step, room=8)
+    assert tree.tokens[0] == 60 and tree.sources[0] == "context"  # the longer match comes first
+    assert tree.parents.count(-1) == 2  # the second-best continuation rides as a second branch
+    alone = SpeculativeListeningDecoder(pool=True, lookup_context=True, lookup_branches=1, pool_ngram=3)
+    alone.start_session(Session("s", "fdb_v3", Path("x.wav"), 1.0))
+    alone.pool = decoder.pool
+    assert alone._lookup_tree(step, room=8).parents.count(-1) == 1
+
+
 def test_hypotheses_tree_and_trimming(fixture_adapter):
     p = fixture_adapter.protocol
     hyp = Hypotheses(main=[p.speak, 40, 41, p.chunk_eos, 99], branches=[[p.listen, 50]])
@@ -138,6 +169,8 @@ def test_bad_knobs_are_rejected():
         SpeculativeListeningDecoder(branches=0)
     with pytest.raises(ValueError, match="draft_with_pool"):
         SpeculativeListeningDecoder(pool=False, draft_with_pool=True)
+    with pytest.raises(ValueError, match="lookup_branches"):
+        SpeculativeListeningDecoder(lookup_branches=0)
 
 
 def test_realigned_tails_after_a_substitution_an_insertion_or_a_dropped_token():

@@ -25,6 +25,7 @@ Example of one AR chunk (cache holds everything before ``<|chunk_eos|>`` of the 
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -270,6 +271,19 @@ class ModelAdapter(ABC):
         if p.tool_response_open is None or p.tool_response_close is None:
             raise ValueError(f"model {self.name} has no tool-response tokens")
         return [p.tool_response_open, *self.encode_text("\n" + text + "\n"), p.tool_response_close]
+
+    def tool_call_tokens(self, name: str, arguments: dict) -> list[int]:
+        """Token ids of one call as the model writes it: ``<tool_call>{json}</tool_call>``.
+
+        The default is the Hermes / Qwen form (``{"name": ..., "arguments": {...}}``, json.dumps default
+        separators) that MiniCPM-o, Gander and the embedded model use; an adapter whose model writes calls
+        another way overrides this. Decoders use it to draft calls from the session's tool schemas.
+        """
+        p = self.protocol
+        if p.tool_call_open is None or p.tool_call_close is None:
+            raise ValueError(f"model {self.name} has no tool-call tokens")
+        text = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        return [p.tool_call_open, *self.encode_text(text), p.tool_call_close]
 
     def tool_call_texts(self, tokens: Sequence[int]) -> list[str]:
         """The text inside each <tool_call> ... </tool_call> span of a chunk's output."""

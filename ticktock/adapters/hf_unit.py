@@ -9,7 +9,7 @@ Example::
 
     >>> from ticktock.adapters.fixture import build_fixture_adapter
     >>> adapter = build_fixture_adapter(seed=0)
-    >>> adapter.start_session(None, [])
+    >>> prompt = adapter.start_session(None, [])                       # the prompt's token ids
     >>> audio = adapter.encode_audio(np.zeros(16000, dtype=np.float32))
     >>> logits = adapter.forward([[adapter.protocol.unit_open], audio])
     >>> logits.shape[0]                                              # 1 + 10 query positions

@@ -87,11 +87,30 @@ class NgramIndex:
             >>> index.find([1, 5, 6], max_ngram=2, num_pred=2), index.find([5, 6], 2, 2, latest=False)
             ([8], [7, 5])
         """
+        found = self.find_all(suffix, max_ngram, num_pred, limit=1, latest=latest)
+        return found[0][1] if found else []
+
+    def find_all(
+        self, suffix: Sequence[int], max_ngram: int, num_pred: int, limit: int = 1, latest: bool = True
+    ) -> list[tuple[int, list[int]]]:
+        """Up to ``limit`` distinct continuations as ``(n, tokens)``: longest n-gram first, then latest
+        occurrence first (leftmost first with ``latest=False``); a continuation that is a prefix of one
+        already taken is skipped.
+
+        Example::
+
+            >>> index = NgramIndex(2); index.extend([5, 6, 7, 5, 6, 8, 1, 6, 9])
+            >>> index.find_all([5, 6], max_ngram=2, num_pred=2, limit=3)
+            [(2, [8, 1]), (2, [7, 5]), (1, [9])]
+        """
         length = len(self.tokens)
+        taken: list[tuple[int, list[int]]] = []
         for n in range(min(max_ngram, self.max_n, len(suffix)), 0, -1):
             starts = [s for s in self.positions.get(tuple(suffix[len(suffix) - n :]), ()) if s + n < length]
-            if starts:
-                start = starts[-1] if latest else starts[0]
-                return self.tokens[start + n : start + n + num_pred]
-        return []
-
+            for start in reversed(starts) if latest else starts:
+                tokens = self.tokens[start + n : start + n + num_pred]
+                if not any(other[: len(tokens)] == tokens for _, other in taken):
+                    taken.append((n, tokens))
+                if len(taken) >= limit:
+                    return taken
+        return taken

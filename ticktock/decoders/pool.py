@@ -60,14 +60,36 @@ class HypothesisPool:
         return self.drafts[max(range(len(self.drafts)), key=self.recency.__getitem__)]
 
     def continuation(self, suffix: Sequence[int], max_tokens: int, position: int | None = None) -> list[int]:
+        """The best continuation (see the module docstring); empty when no n-gram of ``suffix`` matches."""
+        found = self.continuations(suffix, max_tokens, position, limit=1)
+        return found[0][1] if found else []
+
+    def continuations(
+        self, suffix: Sequence[int], max_tokens: int, position: int | None = None, limit: int = 1
+    ) -> list[tuple[int, list[int]]]:
+        """Up to ``limit`` distinct continuations as ``(n, tokens)``, best first: longer matches first, then
+        by recency and alignment. A continuation that is a prefix of one already taken is skipped.
+
+        Example::
+
+            >>> pool = HypothesisPool(max_n=2)
+            >>> pool.add([1, 2, 3]); pool.add([5, 2, 4])
+            >>> pool.continuations([1, 2], max_tokens=4, limit=3)
+            [(2, [3]), (1, [4])]
+        """
         position = len(suffix) if position is None else position
+        taken: list[tuple[int, list[int]]] = []
         for n in range(min(self.max_n, len(suffix)), 0, -1):
             found = [
                 (draft_id, start)
                 for draft_id, start in self.index.get(tuple(suffix[len(suffix) - n :]), ())
                 if start + n < len(self.drafts[draft_id])
             ]
-            if found:
-                draft_id, start = max(found, key=lambda o: (self.recency[o[0]], -abs(o[1] - (position - n)), -o[1]))
-                return list(self.drafts[draft_id][start + n : start + n + max_tokens])
-        return []
+            found.sort(key=lambda o: (self.recency[o[0]], -abs(o[1] - (position - n)), -o[1]), reverse=True)
+            for draft_id, start in found:
+                tokens = list(self.drafts[draft_id][start + n : start + n + max_tokens])
+                if not any(other[: len(tokens)] == tokens for _, other in taken):
+                    taken.append((n, tokens))
+                if len(taken) >= limit:
+                    return taken
+        return taken

@@ -18,8 +18,11 @@
 6. **Sampling**: verification compares each draft token with the token the selector commits there (the
    keyed sample at temperature > 0), which is speculative sampling for deterministic drafts: exact.
 
-Beyond the paper, behind knobs: ``lookup_context`` falls back to the session's own token context (the
-PLD source) when the pool has no continuation; ``fresh_silence`` encodes the silence hypothesis from the
+Beyond the paper, behind knobs: ``lookup_context`` adds the session's own token context (the PLD source)
+as a second lookup source, ranked with the pool by n-gram match length; ``lookup_branches`` verifies the
+best few continuations as one tree per forward; ``lookup_tools`` drafts a tool call's literals (name,
+argument names, enum values, closing braces) from the session's tool schemas (``call_schema.py``), so only
+free argument values are left to decode; ``fresh_silence`` encodes the silence hypothesis from the
 current streaming state instead of the cached silence-after-silence embeddings (charged as an encoding);
 ``draft_with_pool`` uses the pool (and the context) *while drafting* (each idle-window
 draft forward also verifies a pool continuation under the silence hypothesis, so successive windows extend
@@ -30,10 +33,11 @@ draft's tail after the target's correction token (``realigned_tails``: one token
 or dropped), so a draft that differs from the output in one argument value (a digit, a name) is not
 lost past the difference.
 
-Per-chunk diagnostics: ``draft_source`` (silence / runner_up / branch / pool / context / realign / none: what supplied the
+Per-chunk diagnostics: ``draft_source`` (silence / runner_up / branch / pool / context / schema / realign / none: what supplied the
 accepted draft tokens), ``draft_full_match`` (the silence draft was complete and equals the output),
 ``first_token_changed`` (the output's first token differs from the silence draft's), ``pool_hits``
-(post-audio forwards whose pool draft had at least one token accepted).
+(post-audio forwards after the first whose lookup draft, from the pool, context, schemas or a realigned
+tail, had at least one token accepted).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ticktock.decoders.base import ChunkStep, Decoder, DraftTree, IdleWindow, Verification, trim_draft
+from ticktock.decoders.call_schema import CallDrafter, call_patterns
 from ticktock.decoders.ngram import NgramIndex
 from ticktock.decoders.pool import HypothesisPool
 
@@ -110,12 +115,16 @@ class SpeculativeListeningDecoder(Decoder):
         lookup_context: bool = False,
         fresh_silence: bool = False,
         realign: bool = False,
+        lookup_branches: int = 1,
+        lookup_tools: bool = False,
         name: str = "speclisten",
     ):
         if branches < 1:
             raise ValueError(f"speclisten: branches must be >= 1, got {branches}")
         if draft_token_cap is not None and draft_token_cap < 1:
             raise ValueError(f"speclisten: draft_token_cap must be >= 1 or null, got {draft_token_cap}")
+        if lookup_branches < 1:
+            raise ValueError(f"speclisten: lookup_branches must be >= 1, got {lookup_branches}")
         if draft_with_pool and not pool:
             raise ValueError("speclisten: draft_with_pool needs pool: true")
         self.name = name
@@ -128,6 +137,10 @@ class SpeculativeListeningDecoder(Decoder):
         self.lookup_context = lookup_context
         self.fresh_silence = fresh_silence
         self.realign = realign
+        self.lookup_branches = lookup_branches
+        self.lookup_tools = lookup_tools
+        self.tools: tuple[dict, ...] = ()
+        self.call_drafter: CallDrafter | None = None
         self.pool = HypothesisPool(pool_ngram)
         self.context = NgramIndex(pool_ngram)
         self.pending: Hypotheses | None = None
@@ -136,6 +149,8 @@ class SpeculativeListeningDecoder(Decoder):
         self.pool = HypothesisPool(self.pool_ngram)
         self.context = NgramIndex(self.pool_ngram)
         self.pending = None
+        self.tools = tuple(session.tools)
+        self.call_drafter = None
 
     # ------------------------------------------------------------------------------- idle window
 
@@ -213,9 +228,9 @@ class SpeculativeListeningDecoder(Decoder):
         return kept
 
     def _next_draft(self, step: ChunkStep, room: int, last: Verification | None) -> DraftTree | None:
-        """The pool (or context) continuation, plus with ``realign`` the last rejected draft's tails; None when
-        no source is enabled or none has a draft."""
-        tree = self._pool_tree(step, room) if self.use_pool or self.lookup_context else None
+        """The lookup tree (pool, context, schemas), plus with ``realign`` the last rejected draft's tails; None
+        when no source is enabled or none has a draft."""
+        tree = self._lookup_tree(step, room) if self.use_pool or self.lookup_context or self.lookup_tools else None
         if not (self.realign and last is not None):
             return tree
         tree = tree or DraftTree()
@@ -225,22 +240,42 @@ class SpeculativeListeningDecoder(Decoder):
                 tree.add_chain(tail, source="realign")
         return tree if len(tree) else None
 
-    def _pool_tree(self, step: ChunkStep, room: int) -> DraftTree | None:
-        """The pool's continuation of the chunk's committed tokens (else, with ``lookup_context``, the
-        session context's) as a chain draft."""
+    def _lookup_tree(self, step: ChunkStep, room: int) -> DraftTree | None:
+        """The continuations of the chunk's committed tokens as a draft tree, at most ``pool_max_tokens`` nodes.
+
+        Sources: the pool; with ``lookup_context`` the session context; with ``lookup_tools`` the tool
+        schemas (inside a call: its name, argument names and closing literals; see ``call_schema.py``).
+        Up to ``lookup_branches`` continuations of the pool and context ride, longest n-gram match first
+        (ties: the pool), so a 4-gram match in the context beats a 1-gram match in an old draft; with one
+        branch and neither extra source this is the paper's pool lookup. Schema drafts come first: they
+        are short, and exact whenever a single tool matches.
+        """
         if room <= 0 or not step.output:
             return None
         limit = min(room, self.pool_max_tokens)
-        found, source = self.pool.continuation(step.output, limit, position=len(step.output)), "pool"
-        if not found and self.lookup_context:
+        found = [(n, 1, tokens, "pool") for n, tokens in
+                 self.pool.continuations(step.output, limit, len(step.output), self.lookup_branches)]
+        if self.lookup_context:
             self.context.sync(step.history)
-            found, source = self.context.find(step.context_tokens(), self.pool_ngram, limit), "context"
-        found = trim_draft(found, step.protocol, len(step.output))
-        if not found:
-            return None
+            found += [(n, 0, tokens, "context") for n, tokens in
+                      self.context.find_all(step.context_tokens(), self.pool_ngram, limit, self.lookup_branches)]
+        found.sort(key=lambda match: match[:2], reverse=True)
+        chains = [(tokens, source) for _, _, tokens, source in found[: self.lookup_branches]]
+        if self.lookup_tools:
+            chains = [(tokens, "schema") for tokens in self._schema_drafts(step, limit)] + chains
         tree = DraftTree()
-        tree.add_chain(found, source=source)
-        return tree
+        for tokens, source in chains:
+            tokens = trim_draft(tokens, step.protocol, len(step.output))[: self.pool_max_tokens - len(tree)]
+            tree.add_chain(tokens, source=source)
+        return tree if len(tree) else None
+
+    def _schema_drafts(self, step: ChunkStep, limit: int) -> list[list[int]]:
+        """Drafts of the call being written, from the session's tool schemas (built on first use)."""
+        if not self.tools or step.protocol.tool_call_open is None:
+            return []
+        if self.call_drafter is None:
+            self.call_drafter = CallDrafter(call_patterns(step.adapter, self.tools), step.protocol.tool_call_open)
+        return self.call_drafter.drafts(step.output, limit)[: self.lookup_branches]
 
     def _pool_draft(self, tokens: list[int], protocol) -> list[int]:
         room = protocol.max_tokens_per_chunk - len(tokens) - 1
@@ -253,7 +288,7 @@ class SpeculativeListeningDecoder(Decoder):
         if hypotheses is None or not hypotheses.main:
             source = "pool" if pool_hits else "none"
             return {"draft_source": source, "draft_full_match": None, "first_token_changed": None, "pool_hits": pool_hits}
-        for name in ("silence", "runner_up", "branch", "pool", "context", "realign"):
+        for name in ("silence", "runner_up", "branch", "pool", "context", "schema", "realign"):
             if name in sources:
                 source = name
                 break
@@ -270,4 +305,5 @@ class SpeculativeListeningDecoder(Decoder):
         return {"name": self.name, "branches": self.branches, "pool": self.use_pool, "pool_ngram": self.pool_ngram,
                 "draft_token_cap": self.draft_token_cap, "pool_max_tokens": self.pool_max_tokens,
                 "draft_with_pool": self.draft_with_pool, "lookup_context": self.lookup_context,
-                "fresh_silence": self.fresh_silence, "realign": self.realign}
+                "fresh_silence": self.fresh_silence, "realign": self.realign,
+                "lookup_branches": self.lookup_branches, "lookup_tools": self.lookup_tools}

@@ -66,7 +66,7 @@ def tool_unit(adapter, calls: list[dict]) -> list[int]:
     p = adapter.protocol
     unit = []
     for call in calls:
-        unit += [p.tool_call_open, *adapter.encode_text(tool_call_text(call)), p.tool_call_close]
+        unit += adapter.tool_call_tokens(call["function"], call["args"])
     return unit + [p.chunk_eos]
 
 
