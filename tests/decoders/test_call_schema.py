@@ -27,6 +27,10 @@ def test_argument_variants_cycle_enum_values_and_give_free_arguments_two_placeho
     assert isinstance(first["currency"], str)  # ["string", "null"] is a string
     assert [(first["exact"], second["exact"]) for first, second in argument_variants(RATE)] == [(True, True), (False, False)]
     assert argument_variants(NO_ARGS) == [({}, {})]
+    for odd in ({"name": "f", "parameters": []}, {"name": "f", "parameters": {"properties": ["x"]}}):
+        assert argument_variants(odd) == [({}, {})]  # shapes we do not read: no arguments, no crash
+    first, second = argument_variants({"name": "f", "parameters": {"properties": {"x": "text"}}})[0]
+    assert first["x"] != second["x"]  # an unreadable argument spec is a free value
     many = {"name": "f", "parameters": {"properties": {"x": {"enum": list(range(20))}}}}
     assert len(argument_variants(many, limit=8)) == 8
 

@@ -58,7 +58,7 @@ def argument_variants(tool: dict, limit: int = 8) -> list[tuple[dict, dict]]:
         >>> argument_variants(tool)
         [({'mode': 'car', 'n': 1}, {'mode': 'car', 'n': 2}), ({'mode': 'bus', 'n': 1}, {'mode': 'bus', 'n': 2})]
     """
-    properties = (tool.get("parameters") or {}).get("properties") or {}
+    properties = _properties(tool)
     enums = {name: _enum(spec) for name, spec in properties.items()}
     variants = []
     for i in range(min(max([len(values) for values in enums.values()] + [1]), limit)):
@@ -72,6 +72,16 @@ def argument_variants(tool: dict, limit: int = 8) -> list[tuple[dict, dict]]:
     return variants
 
 
+def _properties(tool: dict) -> dict[str, dict]:
+    """The tool's argument specs by name; a schema shape we do not read gives no arguments (drafts are only
+    hints, so an unusual schema costs drafts, never correctness)."""
+    parameters = tool.get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    return {name: spec if isinstance(spec, dict) else {} for name, spec in properties.items()}
+
+
 def _json_type(spec: dict) -> str | None:
     """The argument's JSON-schema type (the first non-null one of a type list)."""
     kind = spec.get("type")
@@ -82,7 +92,7 @@ def _json_type(spec: dict) -> str | None:
 
 def _enum(spec: dict) -> list:
     """The values an argument can take when they are few and known: its enum, or a boolean's two values."""
-    if spec.get("enum"):
+    if isinstance(spec.get("enum"), list) and spec["enum"]:
         return list(spec["enum"])
     return [True, False] if _json_type(spec) == "boolean" else []
 
