@@ -30,6 +30,17 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+def hermes_call_text(name: str, arguments: dict) -> str:
+    """The text inside ``<tool_call>`` in the Hermes / Qwen form (json.dumps default separators).
+
+    Example::
+
+        >>> hermes_call_text("f", {"x": 1})
+        '{"name": "f", "arguments": {"x": 1}}'
+    """
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
 KINDS = ("listen", "speak", "backchannel", "interrupt", "tool", "other")
 
 
@@ -282,8 +293,7 @@ class ModelAdapter(ABC):
         p = self.protocol
         if p.tool_call_open is None or p.tool_call_close is None:
             raise ValueError(f"model {self.name} has no tool-call tokens")
-        text = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-        return [p.tool_call_open, *self.encode_text(text), p.tool_call_close]
+        return [p.tool_call_open, *self.encode_text(hermes_call_text(name, arguments)), p.tool_call_close]
 
     def tool_call_texts(self, tokens: Sequence[int]) -> list[str]:
         """The text inside each <tool_call> ... </tool_call> span of a chunk's output."""

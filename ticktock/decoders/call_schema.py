@@ -27,6 +27,8 @@ import difflib
 import itertools
 from typing import Sequence
 
+from ticktock.decoders.ngram import is_prefix_of_any
+
 FREE = None  # a free span in a pattern
 
 #: placeholder values of the two renderings, by JSON-schema type (a free argument takes both); a boolean is
@@ -132,7 +134,7 @@ class CallDrafter:
         ranked = sorted(found.items(), key=lambda item: item[1], reverse=True)
         kept: list[list[int]] = []
         for draft, _ in ranked:
-            if not any(other[: len(draft)] == list(draft) for other in kept):
+            if not is_prefix_of_any(draft, kept):
                 kept.append(list(draft))
         return kept
 

@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 
 def prompt_lookup(tokens: Sequence[int], max_ngram: int, num_pred: int, allow_short: bool = False) -> list[int]:
@@ -38,6 +38,18 @@ def _valid(start: int, n: int, num_pred: int, length: int, allow_short: bool) ->
     if allow_short:
         return True
     return start + n < length - n and start + n + num_pred <= length
+
+
+def is_prefix_of_any(tokens: Sequence[int], others: Iterable[Sequence[int]]) -> bool:
+    """True when ``tokens`` starts one of ``others``: as a draft it adds nothing to those already taken.
+
+    Example::
+
+        >>> is_prefix_of_any([3, 4], [[1], [3, 4, 8]]), is_prefix_of_any([3, 5], [[3, 4, 8]])
+        (True, False)
+    """
+    tokens = list(tokens)
+    return any(list(other[: len(tokens)]) == tokens for other in others)
 
 
 class NgramIndex:
@@ -109,7 +121,7 @@ class NgramIndex:
             starts = [s for s in self.positions.get(tuple(suffix[len(suffix) - n :]), ()) if s + n < length]
             for start in reversed(starts) if latest else starts:
                 tokens = self.tokens[start + n : start + n + num_pred]
-                if not any(other[: len(tokens)] == tokens for _, other in taken):
+                if not is_prefix_of_any(tokens, (other for _, other in taken)):
                     taken.append((n, tokens))
                 if len(taken) >= limit:
                     return taken

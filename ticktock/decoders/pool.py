@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ticktock.decoders.ngram import is_prefix_of_any
+
 
 class HypothesisPool:
     def __init__(self, max_n: int = 4):
@@ -88,7 +90,7 @@ class HypothesisPool:
             found.sort(key=lambda o: (self.recency[o[0]], -abs(o[1] - (position - n)), -o[1]), reverse=True)
             for draft_id, start in found:
                 tokens = list(self.drafts[draft_id][start + n : start + n + max_tokens])
-                if not any(other[: len(tokens)] == tokens for _, other in taken):
+                if not is_prefix_of_any(tokens, (other for _, other in taken)):
                     taken.append((n, tokens))
                 if len(taken) >= limit:
                     return taken

@@ -24,11 +24,11 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from ticktock.adapters.base import hermes_call_text
 from ticktock.manifest import Session
 
 RESPOND_AFTER_S = 0.5  # silence heard after a user turn before the reply starts
@@ -47,7 +47,7 @@ class ChunkPlan:
 
 def tool_call_text(call: dict) -> str:
     """The text the model writes inside <tool_call>: Hermes/Qwen form, json.dumps default separators."""
-    return json.dumps({"name": call["function"], "arguments": call["args"]}, ensure_ascii=False)
+    return hermes_call_text(call["function"], call["args"])
 
 
 def speak_units(adapter, text: str) -> list[list[int]]:
