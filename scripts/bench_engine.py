@@ -21,7 +21,6 @@ import torch
 from ticktock.adapters.base import AdapterState, ModelAdapter, UnitProtocol
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.selection import TokenSelector
 from ticktock.engine import ReplayEngine
 from ticktock.manifest import Session, Turn
 from ticktock.results.rows import chunk_rows, forward_rows, session_row
@@ -96,7 +95,7 @@ class ConstantCostAdapter(ModelAdapter):
 
 def bench(sessions: int, chunks: int) -> tuple[float, int]:
     adapter = ConstantCostAdapter()
-    engine = ReplayEngine(adapter, ARDecoder(), ModeledClock(CostProfile.constant(20.0)), TokenSelector(PROTOCOL))
+    engine = ReplayEngine(adapter, ARDecoder(), ModeledClock(CostProfile.constant(20.0)))
     audio = np.zeros(chunks * 16_000, dtype=np.float32)
     total_chunks = 0
     start = time.perf_counter()

@@ -37,3 +37,32 @@ def write_sessions(folder: Path, count: int = 3, duration_s: float = 6.4, rate: 
         sessions.append(Session(f"s{i}", task, path, duration_s, tools=(TOOL,), turns=(turn,),
                                 expected={"reference_answer": "it", "answer_aliases": [], "tool_calls": []}))
     return write_manifest(folder / "manifest.jsonl", sessions)
+
+
+# ------------------------------------------------------------------------------------ replay set-up
+
+
+def replay(adapter, session, decoder, *, forward_ms: float = 10.0, encode_ms: float = 0.0, clock=None, injector=None,
+           max_chunks: int | None = None, audio=None, **sampling):
+    """Replay ``session`` through the real engine: a constant modeled clock (``forward_ms`` per forward)
+    unless ``clock`` is given; ``sampling`` keywords are ``Sampling`` fields (temperature, top_k, top_p, seed)."""
+    from ticktock.audio import load_audio
+    from ticktock.clocks.modeled import CostProfile, ModeledClock
+    from ticktock.decoders.selection import Sampling
+    from ticktock.engine import ReplayEngine
+
+    clock = clock or ModeledClock(CostProfile.constant(forward_ms, encode_ms))
+    engine = ReplayEngine(adapter, decoder, clock, Sampling(**sampling), injector, max_chunks)
+    return engine.replay(session, load_audio(session.audio_path) if audio is None else audio)
+
+
+def outputs(trace) -> list[list[int]]:
+    """Each chunk's committed tokens."""
+    return [c.output for c in trace.chunks]
+
+
+class ConstantToolExecutor:
+    """Answers every tool call with the same response."""
+
+    def respond(self, call):
+        return '{"status": "shipped"}'

@@ -36,3 +36,30 @@ def test_chunk_samples_zero_pads_the_final_partial_chunk():
     audio = np.ones(24_000, dtype=np.float32)
     piece = chunk_samples(audio, 1.0, 2.0)
     assert piece.shape == (16_000,) and piece[:8000].all() and not piece[8000:].any()
+
+
+@pytest.mark.parametrize("level, expected", [
+    (1.0, "audio is clipped (25.00% of the samples at full scale)"),
+    (40.0, "samples far outside [-1, 1] (peak 40): the file is probably scaled wrongly"),
+])
+def test_clipped_or_unscaled_audio_loads_with_a_warning_naming_the_file(tmp_path, caplog, level, expected):
+    samples = np.full(16_000, 0.1, dtype=np.float32)
+    samples[::4] = level
+    path = tmp_path / "loud.wav"
+    soundfile.write(path, samples, 16_000, subtype="FLOAT")
+    with caplog.at_level("WARNING", logger="ticktock.audio"):
+        audio = load_audio(path)
+    assert len(audio) == 16_000 and [r.getMessage() for r in caplog.records] == [f"{path}: {expected}"]
+
+
+def test_clean_audio_loads_without_a_warning_and_its_header_gives_duration_and_rate(tmp_path, caplog):
+    from ticktock.audio import audio_header
+
+    path = tmp_path / "tone.flac"
+    soundfile.write(path, 0.5 * np.sin(np.arange(24_000) / 10.0), 48_000)
+    with caplog.at_level("WARNING", logger="ticktock.audio"):
+        load_audio(path)
+    assert not caplog.records
+    assert audio_header(path) == (0.5, 48_000)
+    with pytest.raises(AudioError, match=r"nope.flac: audio file not found"):
+        audio_header(tmp_path / "nope.flac")

@@ -1,13 +1,11 @@
 """Every config file composes, and the cheap plug-ins instantiate."""
 
-from pathlib import Path
-
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from ticktock.resources import register_resolver, resource_path
-from ticktock.run import build
+from ticktock.runner import build
 
 CONFIGS = resource_path("configs")
 register_resolver()

@@ -2,13 +2,12 @@ import json
 
 import pytest
 
-from ticktock.audio import load_audio
-from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.selection import TokenSelector
-from ticktock.engine import ReplayEngine
+from ticktock.decoders.speclisten import SpeculativeListeningDecoder
 from ticktock.injection import ToolCallInjector, parse_tool_call
 from ticktock.manifest import load_manifest
+
+from helpers import ConstantToolExecutor, outputs, replay
 
 
 class IdleWorker(ARDecoder):
@@ -28,9 +27,7 @@ class IdleWorker(ARDecoder):
 
 
 def run(adapter, session, decoder, forward_ms=100.0, encode_ms=0.0):
-    clock = ModeledClock(CostProfile.constant(forward_ms, encode_ms))
-    engine = ReplayEngine(adapter, decoder, clock, TokenSelector(adapter.protocol))
-    return engine.replay(session, load_audio(session.audio_path))
+    return replay(adapter, session, decoder, forward_ms=forward_ms, encode_ms=encode_ms)
 
 
 def test_idle_overrun_is_carried_into_the_next_chunk(fixture_adapter, small_manifest):
@@ -38,19 +35,29 @@ def test_idle_overrun_is_carried_into_the_next_chunk(fixture_adapter, small_mani
     plain = run(fixture_adapter, session, ARDecoder())
     worker = IdleWorker(forwards_per_window=12)  # 12 x 100 ms > any budget below 1000 ms
     busy = run(fixture_adapter, session, worker)
-    assert [c.output for c in busy.chunks] == [c.output for c in plain.chunks]  # idle work is rolled back
+    assert outputs(busy) == outputs(plain)  # idle work is rolled back
     for before, chunk in zip(busy.chunks, busy.chunks[1:]):
-        if before.idle_budget_ms > 0:
-            assert before.idle_used_ms == pytest.approx(1200.0 + 0.0)
-            assert chunk.carried_ms == pytest.approx(1200.0 - before.idle_budget_ms)
+        window = chunk.counters  # the window that drafted this chunk followed the chunk before it
+        assert window.window_budget_ms == before.timing.idle_budget_ms
+        if before.timing.idle_budget_ms > 0:
+            assert window.window_used_ms == pytest.approx(1200.0 + 0.0)
+            assert window.window_forwards == 12
+            assert chunk.carried_ms == pytest.approx(1200.0 - before.timing.idle_budget_ms)
             assert chunk.timing.latency_ms == pytest.approx(100.0 * len(chunk.output) + chunk.carried_ms)
         else:
-            assert chunk.carried_ms == 0.0
+            assert chunk.carried_ms == 0.0 and window.window_forwards == 0
     first = busy.chunks[0]  # the wait for the first chunk's audio is an idle window of its duration
     assert worker.windows[0] == (0, 1000.0)
+    assert first.counters.window_budget_ms == 1000.0 and first.counters.window_forwards == 12
     assert first.carried_ms == pytest.approx(200.0)
     drafts = [r for r in busy.forwards if r.phase == "draft"]
     assert {i for i, _ in worker.windows} == {r.chunk_index for r in drafts}
+    for chunk in busy.chunks:
+        mine = [r for r in drafts if r.chunk_index == chunk.span.index]
+        assert chunk.counters.window_forwards == len(mine)
+        assert chunk.counters.window_query_tokens == sum(r.query_tokens for r in mine)
+        post = [r for r in busy.forwards if r.phase == "post_audio" and r.chunk_index == chunk.span.index]
+        assert chunk.counters.post_audio_forwards == len(post)
 
 
 def test_no_idle_work_while_lagging(fixture_adapter, small_manifest):
@@ -62,6 +69,52 @@ def test_no_idle_work_while_lagging(fixture_adapter, small_manifest):
     drafted = {i for i, _ in worker.windows}
     assert not drafted & set(lagging)
     assert all(budget > 0 for _, budget in worker.windows)
+
+
+class HistoryRecorder(SpeculativeListeningDecoder):
+    """Speculative Listening that records, per chunk, what its drafts and its post-audio step were given."""
+
+    def __init__(self, **settings):
+        super().__init__(**settings)
+        self.seen = {"draft": {}, "post_audio": {}}
+
+    def idle(self, window):
+        self.seen["draft"][window.chunk_index] = (window.history, window.next_inputs)
+        super().idle(window)
+
+    def decode_chunk(self, step):
+        self.seen["post_audio"][step.chunk_index] = (step.history, step.inputs)
+        super().decode_chunk(step)
+
+
+def test_drafts_and_the_post_audio_step_of_a_chunk_see_the_same_history_and_inputs(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[0]
+    decoder = HistoryRecorder(branches=2, lookup_context=True)
+    trace = replay(fixture_adapter, session, decoder, forward_ms=5.0, injector=ToolCallInjector(ConstantToolExecutor()))
+    drafted = decoder.seen["draft"]
+    assert len(drafted) >= len(trace.chunks) - 1, "the test needs idle windows"
+    p = fixture_adapter.protocol
+    for index, (history, inputs) in drafted.items():
+        post_history, post_inputs = decoder.seen["post_audio"][index]
+        assert history == post_history
+        assert inputs is post_inputs  # built once, handed to both
+        assert history[-len(p.unit_head(index)) - len(inputs.tail):] == tuple(p.unit_head(index) + inputs.tail)
+    # the history is the session's text in order: prompt, then per chunk unit head, tail and output
+    prompt = fixture_adapter.start_session(session.system_prompt, session.tools)
+    expected = list(prompt)
+    for chunk in trace.chunks:
+        expected += p.unit_head(chunk.span.index) + list(chunk.injected.tokens)
+        assert decoder.seen["post_audio"][chunk.span.index][0] == tuple(expected)
+        expected += chunk.output
+
+
+def test_nothing_outside_the_session_state_can_change_its_history(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[0]
+    decoder = HistoryRecorder()
+    replay(fixture_adapter, session, decoder, forward_ms=5.0, max_chunks=3)
+    history, _ = decoder.seen["post_audio"][2]
+    with pytest.raises((TypeError, AttributeError)):
+        history.append(1)  # a tuple: read-only
 
 
 class Echo:

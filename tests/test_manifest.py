@@ -84,3 +84,42 @@ def test_task_filter_and_round_trip(tmp_path):
     again = load_manifest(copy)
     assert [s.audio_path.resolve() for s in again] == [s.audio_path.resolve() for s in sessions]
     assert [s.turns for s in again] == [s.turns for s in sessions]
+
+
+def with_durations(tmp_path, durations: dict):
+    """A manifest of two sessions over 6.4 s audio files whose duration_s values are replaced by ``durations``."""
+    from helpers import write_sessions
+
+    manifest = write_sessions(tmp_path / "m", count=2)
+    lines = [json.loads(line) for line in manifest.read_text().splitlines()]
+    for line in lines:
+        line["duration_s"] = durations.get(line["session_id"], line["duration_s"])
+    return write(manifest.parent, *lines)
+
+
+@pytest.mark.parametrize("declared, side, difference", [(30.0, "longer", "23.6"), (3.0, "shorter", "3.4")])
+def test_a_duration_that_disagrees_with_its_audio_names_file_line_session_and_both_durations(tmp_path, declared, side,
+                                                                                               difference):
+    from ticktock.manifest import check_audio_durations
+
+    path = with_durations(tmp_path, {"s1": declared})
+    sessions = load_manifest(path)
+    with pytest.raises(ManifestError) as failure:
+        check_audio_durations(sessions)
+    assert str(failure.value) == (
+        f"{path}:2: session 's1': duration_s is {declared:g} s but its audio {sessions[1].audio_path} lasts 6.400 s "
+        f"({difference} s {side} than the audio; tolerance 0.1 s); fix duration_s or run with audio_duration=trust_audio")
+    trusted = check_audio_durations(sessions, "trust_audio")
+    assert [round(s.duration_s, 3) for s in trusted] == [6.4, 6.4] and len(trusted[1].chunk_spans()) == 7
+
+
+def test_durations_within_the_tolerance_pass_unchanged_and_unreadable_audio_can_be_left_to_the_run(tmp_path):
+    from ticktock.audio import AudioError
+    from ticktock.manifest import check_audio_durations
+
+    sessions = load_manifest(with_durations(tmp_path, {"s0": 6.45, "s1": 6.32}))
+    assert check_audio_durations(sessions) == sessions
+    sessions[1].audio_path.write_bytes(b"not audio")
+    with pytest.raises(AudioError, match=r"s1.flac: cannot read audio header"):
+        check_audio_durations(sessions)
+    assert check_audio_durations(sessions, skip_unreadable=True) == sessions

@@ -5,8 +5,8 @@ import json
 from ticktock.scoring import calls_match, normalise, rates, score_session
 
 
-def chunk(i, kind, text="", calls=None):
-    return {"chunk_index": i, "start_s": float(i), "arrival_s": float(i + 1), "kind": kind,
+def chunk(i, kind, text="", calls=None, chunk_s=1.0):
+    return {"chunk_index": i, "start_s": i * chunk_s, "arrival_s": (i + 1) * chunk_s, "kind": kind,
             "output_text": text, "tool_calls_json": json.dumps(calls) if calls else ""}
 
 
@@ -64,5 +64,51 @@ def test_keep_ignore_and_backchannel():
     assert rates(counts)["keep"] == 1.0 and rates(counts)["ignore"] == 1.0 and rates(counts)["backchannel"] == 1.0
 
 
+def test_windows_in_seconds_follow_the_chunk_duration():
+    # 0.5 s chunks: the 2-chunk window is 1 s. The answer to question 0 arrives at 4.5 s, more than 1 s after
+    # question 1 starts (3.0 s): it is not credited to question 0. The side talk at 5.6 s starts more than 1 s
+    # after question 1 ends (4.0 s): it is outside that question's response window, so it is an ignore trial.
+    turns = [turn("request", 0.2, 1.4), turn("request", 3.0, 4.0), turn("side_talk", 5.6, 6.4, expects=False)]
+    kinds = ["listen"] * 8 + ["speak", "speak"] + ["listen"] * 6
+    texts = {8: "<|speak|> Athens.<|chunk_eos|>", 9: "<|speak|> The yen.<|turn_eos|><|chunk_eos|>"}
+    chunks = [chunk(i, k, texts.get(i, ""), chunk_s=0.5) for i, k in enumerate(kinds)]
+    expected = {"answers": [{"turn": 0, "reference_answer": "Athens"}, {"turn": 1, "reference_answer": "yen"}],
+                "script": [{"turn": 2, "action": "ignore"}]}
+    counts = score_session(chunks, expected, turns)
+    assert (counts["qa_hits"], counts["qa_trials"]) == (1, 2)
+    assert (counts["ignore_hits"], counts["ignore_trials"]) == (1, 1)
+
+
 def test_normalise_keeps_numbers_and_drops_special_tokens():
     assert normalise("<|speak|> It costs 59.99 dollars, at 09:40.<|chunk_eos|>") == "it costs 59.99 dollars at 09:40"
+
+
+def official_jsd(backchannels, duration_s, truth, window_s=0.2):
+    """Full-Duplex-Bench v1's backchannel JSD (eval_backchannel.py), with scipy: the reference to match."""
+    import numpy as np
+    from scipy.spatial.distance import jensenshannon
+
+    if not backchannels:
+        return 1.0
+    bins = np.zeros(int(duration_s / window_s) + 1)
+    for start, end in backchannels:
+        bins[int(start / window_s) : int(end / window_s) + 1] += 1
+    bins = (bins + 1e-10) / np.sum(bins + 1e-10)
+    stretched = np.interp(np.linspace(0, 1, len(bins)), np.linspace(0, 1, len(truth)), truth)
+    return float(jensenshannon(bins, stretched))
+
+
+def test_backchannel_timing_against_the_ground_truth_distribution():
+    truth = [0.0] * 10 + [0.05] * 10 + [0.0] * 20 + [0.05] * 10 + [0.0] * 11  # 61 windows of 0.2 s: 12.2 s
+    expected = {"behaviour": {"type": "backchannel", "backchannel_distribution": {"window_s": 0.2, "probabilities": truth}}}
+    turns = [turn("statement", 0.5, 12.0, expects=False)]
+    kinds = ["listen"] * 12
+    kinds[2] = kinds[8] = "backchannel"  # played during 3-4 s and 9-10 s
+    chunks = [chunk(i, k) for i, k in enumerate(kinds)]
+    counts = score_session(chunks, expected, turns)
+    assert counts["backchannel_jsd_trials"] == 1
+    assert abs(counts["backchannel_jsd_hits"] - official_jsd([(3.0, 4.0), (9.0, 10.0)], 12.0, truth)) < 1e-9
+    silent = score_session([chunk(i, "listen") for i in range(12)], expected, turns)
+    assert (silent["backchannel_jsd_hits"], silent["backchannel_jsd_trials"]) == (1.0, 1)
+    assert "backchannel_jsd_trials" not in score_session(chunks, {"behaviour": {"type": "backchannel"}}, turns)
+    assert rates(counts + silent)["backchannel_jsd"] == (counts["backchannel_jsd_hits"] + 1.0) / 2

@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 from ticktock.adapters.base import AdapterState
 from ticktock.clocks.modeled import CostProfile
 from ticktock.resources import register_resolver, resource_path
-from ticktock.run import build, environment
+from ticktock.runner import build, environment
 
 register_resolver()
 

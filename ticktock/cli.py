@@ -15,10 +15,13 @@ from __future__ import annotations
 import runpy
 import sys
 
+from ticktock.errors import user_errors
+
 COMMANDS = {
     "run": ("ticktock.run", "replay sessions with one model, decoder, task and clock (Hydra overrides)"),
     "main-job": ("ticktock.main_job", "every decoder on the embedded model and corpus, then the tables and report"),
     "tables": ("ticktock.tables", "paper tables, figures and the HTML report from result folders"),
+    "runs": ("ticktock.runs", "list the runs under a folder: status, sessions done, last heartbeat"),
     "probe": ("ticktock.probe", "oracle probe: how often the next chunk's audio changes the output"),
     "calibrate": ("ticktock.calibrate", "measure a cost profile for the modeled clock on this device"),
     "synth": ("ticktock.corpus.synth", "generate a spoken session corpus (eSpeak NG)"),
@@ -47,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     module = COMMANDS[name][0]
     sys.argv = [f"ticktock {name}", *rest]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        with user_errors():  # expected errors of any command: one line and their exit code (ticktock.errors)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     return 0

@@ -2,20 +2,22 @@
 
 Per chunk t (audio [start, end) arrives at ``end``):
 
-1. build the chunk's known inputs: the previous chunk's last token + ``</unit>`` + ``<unit>`` (head) and
-   any tool response to the previous chunk's tool calls (tail);
+1. the chunk's known inputs (the previous chunk's last token + the unit head, and any tool response to
+   the previous chunk's calls) were built once when chunk t-1 was committed (``SessionState``);
 2. post-audio work, timed by the clock: encode the audio, then ``decoder.decode_chunk``;
 3. the deadline arithmetic (``ticktock.timeline``) with the overrun carried from the idle window;
-4. tool calls in the output are executed; their responses become the next chunk's tail;
-5. if the next chunk's audio is still in the future (idle budget > 0), ``decoder.idle`` may work until
-   the budget is spent; overrun is carried into the next chunk's latency. The wait for the first chunk's
-   audio (from the session start) is an idle window as well.
+4. tool calls in the output are executed; the output is committed to the session state, which opens
+   chunk t+1 with the responses as its tail;
+5. if chunk t+1's audio is still in the future (idle budget > 0), ``decoder.idle`` may draft it until the
+   budget is spent, on exactly the inputs and history its post-audio step will see; overrun is carried
+   into chunk t+1's latency. The wait for the first chunk's audio (from the session start) is an idle
+   window as well.
 
 Nothing sleeps: times come from the clock's stopwatches (wall or modeled).
 
 Example::
 
-    engine = ReplayEngine(adapter, ARDecoder(), ModeledClock(profile), TokenSelector(adapter.protocol))
+    engine = ReplayEngine(adapter, ARDecoder(), ModeledClock(profile), Sampling(temperature=0.7, seed=3))
     trace = engine.replay(session, load_audio(session.audio_path))
     [c.kind for c in trace.chunks][:4]        # e.g. ['listen', 'listen', 'speak', 'speak']
 """
@@ -28,14 +30,19 @@ from dataclasses import dataclass, field
 from ticktock.adapters.base import ModelAdapter
 from ticktock.audio import SAMPLE_RATE, chunk_samples
 from ticktock.clocks.base import Clock
-from ticktock.decoders.base import ChunkCounters, ChunkInputs, ChunkStep, Decoder, ForwardRecord, IdleWindow
+from ticktock.decoders.base import ChunkCounters, ChunkStep, Decoder, ForwardRecord
+from ticktock.decoders.selection import Sampling
 from ticktock.injection import Injection, ToolCallInjector
 from ticktock.manifest import ChunkSpan, Session
+from ticktock.session_state import SessionState
 from ticktock.timeline import ChunkTiming, advance, overrun
 
 
 @dataclass
 class ChunkTrace:
+    """One replayed chunk: its output, timing and counters (``counters.window_*``: the idle window that
+    drafted it, before its audio arrived)."""
+
     span: ChunkSpan
     output: list[int]
     kind: str
@@ -46,9 +53,6 @@ class ChunkTrace:
     counters: ChunkCounters
     injected: Injection  # what arrived in this chunk after its audio
     calls: list  # tool calls made in this chunk (canonical form, None when unparsable)
-    idle_budget_ms: float = 0.0
-    idle_used_ms: float = 0.0
-    idle_wall_ms: float = 0.0
 
 
 @dataclass
@@ -65,85 +69,65 @@ class ReplayEngine:
         adapter: ModelAdapter,
         decoder: Decoder,
         clock: Clock,
-        selector,
+        sampling: Sampling = Sampling(),
         injector: ToolCallInjector | None = None,
         max_chunks: int | None = None,
     ):
         self.adapter = adapter
         self.decoder = decoder
         self.clock = clock
-        self.selector = selector
+        self.sampling = sampling
         self.injector = injector or ToolCallInjector()
         self.max_chunks = max_chunks
+
+    def start(self, session: Session) -> SessionState:
+        """A fresh replay state for ``session`` (the adapter is reset, its prompt prefilled)."""
+        selector = self.sampling.selector(self.adapter.protocol, session.session_id, tools_enabled=bool(session.tools))
+        state = SessionState(session, self.adapter, selector, self.clock)
+        self.decoder.start_session(session)
+        return state
 
     def replay(self, session: Session, audio, on_chunk=None) -> SessionTrace:
         """Replay one session; ``audio`` is its 16 kHz mono float32 samples."""
         began = time.perf_counter()
-        protocol = self.adapter.protocol
         spans = session.chunk_spans()[: self.max_chunks]
-        trace = SessionTrace(session)
-        history = list(self.adapter.start_session(session.system_prompt, session.tools))
-        self.selector.start_session(session.session_id, tools_enabled=bool(session.tools))
-        self.decoder.start_session(session)
-        lag, carry_token, injected = 0.0, [], Injection()
-        carried = self._first_idle(spans, history, trace.forwards)
+        state = self.start(session)
+        trace = SessionTrace(session, forwards=state.forwards)
+        carried = self._idle(state, 0, spans[0], 1000.0 * spans[0].duration_s) if spans else 0.0
+        arrived = Injection()
         for i, span in enumerate(spans):
-            fresh = ([protocol.unit_close] if i else []) + [protocol.unit_open]
-            inputs = ChunkInputs(head=carry_token + fresh, tail=list(injected.tokens))
-            history += fresh + inputs.tail
-            step, wall_ms = self._post_audio(i, span, inputs, audio, history, trace.forwards)
+            step, wall_ms = self._post_audio(state, i, span, audio)
             deadline_ms = 1000.0 * (spans[i + 1].duration_s if i + 1 < len(spans) else session.chunk_s)
-            timing = advance(lag, step.elapsed_ms() + carried, deadline_ms)
-            history += step.output
-            chunk = ChunkTrace(
-                span, step.output, protocol.kind_of(step.output), timing, wall_ms, step.encode_wall_ms, carried, step.counters,
-                injected, [], idle_budget_ms=timing.idle_budget_ms,
-            )
-            chunk.counters.diagnostics = dict(self.decoder.diagnostics(step))
+            timing = advance(state.lag_ms, step.elapsed_ms() + carried, deadline_ms)
+            state.lag_ms = timing.lag_ms
             injected = self.injector.after_chunk(self.adapter, step.output)
-            chunk.calls = injected.calls
-            carry_token = step.output[-1:]
-            carried = 0.0
+            state.commit(i, step.output, injected.tokens)
+            trace.chunks.append(ChunkTrace(span, step.output, self.adapter.protocol.kind_of(step.output), timing, wall_ms,
+                                           step.encode_wall_ms, carried, step.counters, arrived, injected.calls))
+            arrived, carried = injected, 0.0
             if timing.idle_budget_ms > 0 and i + 1 < len(spans):
-                next_inputs = ChunkInputs(head=carry_token + [protocol.unit_close, protocol.unit_open],
-                                          tail=list(injected.tokens))
-                carried = self._idle(chunk, i + 1, spans[i + 1], next_inputs, history, trace.forwards)
-            lag = timing.lag_ms
-            trace.chunks.append(chunk)
+                carried = self._idle(state, i + 1, spans[i + 1], timing.idle_budget_ms)
             if on_chunk is not None:
                 on_chunk()
         trace.wall_s = time.perf_counter() - began
         return trace
 
-    def _post_audio(self, index, span, inputs, audio, history, log) -> tuple[ChunkStep, float]:
-        self.selector.start_chunk(index)
+    def _post_audio(self, state: SessionState, index: int, span: ChunkSpan, audio) -> tuple[ChunkStep, float]:
         start = time.perf_counter()
-        step = ChunkStep(self.adapter, self.selector, self.clock.stopwatch(), log, index, inputs, history)
-        inputs.audio = step.encode(chunk_samples(audio, span.start_s, span.end_s))
+        step = state.chunk_step(index)
+        step.inputs.audio = step.encode(chunk_samples(audio, span.start_s, span.end_s))
         self.decoder.decode_chunk(step)
         self.adapter.synchronize()
         return step, (time.perf_counter() - start) * 1000.0
 
-    def _first_idle(self, spans, history, log) -> float:
-        """The wait for the first chunk's audio is an idle window too (budget: the first chunk's duration)."""
-        if not spans:
-            return 0.0
-        inputs = ChunkInputs(head=[self.adapter.protocol.unit_open])
-        used, _ = self._run_idle(0, spans[0], 1000.0 * spans[0].duration_s, inputs, history, log)
-        return overrun(used, 1000.0 * spans[0].duration_s)
-
-    def _idle(self, chunk: ChunkTrace, next_index, next_span, next_inputs, history, log) -> float:
-        """Run the decoder's idle work for the next chunk; return the overrun carried into it."""
-        chunk.idle_used_ms, chunk.idle_wall_ms = self._run_idle(next_index, next_span, chunk.idle_budget_ms, next_inputs,
-                                                                history, log)
-        return overrun(chunk.idle_used_ms, chunk.idle_budget_ms)
-
-    def _run_idle(self, index, span, budget_ms, inputs, history, log) -> tuple[float, float]:
-        self.selector.start_chunk(index)
+    def _idle(self, state: SessionState, index: int, span: ChunkSpan, budget_ms: float) -> float:
+        """Let the decoder draft chunk ``index`` before its audio arrives; return the overrun carried into it."""
         start = time.perf_counter()
-        samples = int(round(span.duration_s * SAMPLE_RATE))
-        window = IdleWindow(self.adapter, self.selector, self.clock.stopwatch(), log, index, budget_ms, inputs, samples,
-                            history)
+        window = state.idle_window(index, budget_ms, int(round(span.duration_s * SAMPLE_RATE)))
         self.decoder.idle(window)
         self.adapter.synchronize()
-        return window.elapsed_ms(), (time.perf_counter() - start) * 1000.0
+        counters = state.counters_for(index)
+        counters.window_budget_ms = budget_ms
+        counters.window_used_ms = window.elapsed_ms()
+        counters.window_wall_ms = (time.perf_counter() - start) * 1000.0
+        return overrun(counters.window_used_ms, budget_ms)

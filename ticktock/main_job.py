@@ -23,21 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-
-from ticktock.resources import register_resolver, resource_path
-from ticktock.run import run
-
-DECODERS = ("ar", "pld", "recycling", "lookahead", "speclisten_silence", "speclisten_runnerup", "speclisten",
-            "speclisten_plus")
-
-
-def compose_run(decoder: str, model: str, per_task: int | None, overrides: list[str]):
-    register_resolver()
-    with initialize_config_dir(config_dir=str(resource_path("configs")), version_base=None):
-        limit = "null" if per_task is None else str(per_task)
-        return compose("run", overrides=[f"decoder={decoder}", f"model={model}", f"limit.per_task={limit}",
-                                         "progress=false", *overrides])
+from ticktock.decoders import DECODERS
+from ticktock.errors import user_errors
+from ticktock.runner import compose_run, interrupted_note, run
 
 
 def main(argv=None) -> int:
@@ -50,8 +38,15 @@ def main(argv=None) -> int:
                         help="sampling temperatures for Figure 4b (AR and speclisten at each; '' for none)")
     parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
     args = parser.parse_args(argv)
-    from ticktock.tables.__main__ import build_report, print_headline
-    from ticktock.tables.load import load_runs
+    runs_dir = Path(args.out) / "runs"
+    with user_errors(interrupted=lambda: interrupted_note(sorted(p.parent for p in runs_dir.glob("*/run.json")))):
+        return run_all(args)
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """Every run of the job (resuming), then the headline tables and the report."""
+    from ticktock.tables.build import build_report, print_headline
+    from ticktock.tables.load import load_results
 
     out = Path(args.out)
     per_task = args.per_task or None
@@ -64,7 +59,7 @@ def main(argv=None) -> int:
         suffix = f"-T{cfg.sampling.temperature}" if sampling else ""
         summary = run(cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{suffix}")
         print(summary.line(), flush=True)
-    runs = load_runs([out / "runs"])
+    runs = load_results([out / "runs"])
     print_headline(runs)
     report = build_report(runs, out / "report")
     print(f"\nreport: {report}  ({(time.time() - began) / 60:.1f} min)")

@@ -41,10 +41,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
+
+from ticktock.atomic import atomic_write
+from ticktock.errors import InputDataError
 
 SCHEMA_VERSION = 1
 
@@ -61,7 +63,7 @@ TASK_TYPES = (
 SPEAKERS = ("user", "other")
 
 
-class ManifestError(ValueError):
+class ManifestError(InputDataError, ValueError):
     """A manifest line is malformed. The message names the file, the line and the field."""
 
 
@@ -117,6 +119,7 @@ class Session:
     expected: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     manifest_path: Path | None = None
+    manifest_line: int | None = None  # the session's line in manifest_path (for error messages)
 
     def chunk_spans(self) -> list[ChunkSpan]:
         """Cut the session into chunks; a final partial chunk is kept (the adapter zero-pads it)."""
@@ -312,12 +315,12 @@ def load_manifest(path: str | os.PathLike, tasks: Iterable[str] | None = None) -
                 )
             seen[session.session_id] = number
             if wanted is None or session.task in wanted:
-                sessions.append(_with_manifest(session, path))
+                sessions.append(_with_manifest(session, path, number))
     return sessions
 
 
-def _with_manifest(session: Session, path: Path) -> Session:
-    return replace(session, manifest_path=path)
+def _with_manifest(session: Session, path: Path, line: int | None = None) -> Session:
+    return replace(session, manifest_path=path, manifest_line=line)
 
 
 def write_manifest(path: str | os.PathLike, sessions: Iterable[Session]) -> Path:
@@ -327,18 +330,68 @@ def write_manifest(path: str | os.PathLike, sessions: Iterable[Session]) -> Path
     lines = []
     for session in sessions:
         lines.append(json.dumps(replace(session, manifest_path=path).to_json(), ensure_ascii=False, sort_keys=False))
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
+    with atomic_write(path) as tmp:
+        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write a text file so that readers see either the old or the new content, never a partial one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results and manifests are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+# ------------------------------------------------------------------------------------ duration vs. audio
+
+AUDIO_DURATION_POLICIES = ("check", "trust_audio")
+DURATION_TOLERANCE_S = 0.1  # converters round durations to the millisecond; 0.1 s never adds or drops a chunk's speech
+
+
+def check_audio_durations(sessions: list[Session], policy: str = "check",
+                          skip_unreadable: bool = False) -> list[Session]:
+    """Compare every session's ``duration_s`` with its audio file's header (cheap: no samples are decoded).
+
+    ``policy="check"`` (the run option ``audio_duration``'s default): a difference beyond
+    max(``DURATION_TOLERANCE_S``, one sample of the file) is a ``ManifestError`` naming the manifest file and
+    line, the session and both durations. A longer ``duration_s`` would replay zero padding as chunks (marked
+    as user speech when a turn spans them); a shorter one would drop the rest of the recording.
+    ``policy="trust_audio"``: every session takes its audio's duration instead. Audio whose header cannot be
+    read is an ``AudioError`` unless ``skip_unreadable`` (the run skips such sessions later).
+
+    Example::
+
+        >>> from ticktock.resources import resource_path
+        >>> s = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))[0]
+        >>> check_audio_durations([s])[0] is s              # within the tolerance: unchanged
+        True
+        >>> too_long = replace(s, duration_s=s.duration_s + 30)
+        >>> check_audio_durations([too_long])
+        Traceback (most recent call last):
+        ...
+        ticktock.manifest.ManifestError: ...manifest.jsonl:1: session '...': duration_s is ... s but its audio ... lasts ... s (30.0 s longer than the audio; tolerance 0.1 s); fix duration_s or run with audio_duration=trust_audio
+        >>> abs(check_audio_durations([too_long], "trust_audio")[0].duration_s - s.duration_s) < 0.01
+        True
+    """
+    from ticktock.audio import AudioError, audio_header
+
+    if policy not in AUDIO_DURATION_POLICIES:
+        raise ValueError(f"audio_duration: must be one of {', '.join(AUDIO_DURATION_POLICIES)}, got {policy!r}")
+    checked = []
+    for session in sessions:
+        try:
+            actual, rate = audio_header(session.audio_path)
+        except AudioError:
+            if not skip_unreadable:
+                raise
+            checked.append(session)
+            continue
+        if policy == "trust_audio":
+            checked.append(session if actual == session.duration_s else replace(session, duration_s=actual))
+            continue
+        if abs(actual - session.duration_s) > max(DURATION_TOLERANCE_S, 1.0 / rate):
+            raise ManifestError(_duration_mismatch(session, actual))
+        checked.append(session)
+    return checked
+
+
+def _duration_mismatch(session: Session, actual: float) -> str:
+    where = f"{session.manifest_path}:{session.manifest_line}" if session.manifest_path else "manifest"
+    difference = session.duration_s - actual
+    side = "longer" if difference > 0 else "shorter"
+    return (f"{where}: session {session.session_id!r}: duration_s is {session.duration_s:g} s but its audio "
+            f"{session.audio_path} lasts {actual:.3f} s ({abs(difference):.1f} s {side} than the audio; tolerance "
+            f"{DURATION_TOLERANCE_S:g} s); fix duration_s or run with audio_duration=trust_audio")

@@ -18,8 +18,9 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from ticktock.errors import user_errors
 from ticktock.resources import register_resolver, resource_path
-from ticktock.run import run
+from ticktock.runner import interrupted_note, run
 
 register_resolver()
 
@@ -49,7 +50,8 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    summary = run(cfg, run_dir)
+    with user_errors(interrupted=lambda: interrupted_note([run_dir])):  # one line, not Hydra's traceback
+        summary = run(cfg, run_dir)
     report = f"oracle probe: model {cfg.model.name}, task {cfg.task.name}\n" + probe_report(pd.read_parquet(run_dir / "chunks.parquet"))
     (run_dir / "probe.md").write_text(report + "\n")
     print(report)

@@ -17,6 +17,11 @@ that rates can be pooled over sessions.
   backchannels / side talk during a reply that the model speaks through; ``ignore``: side talk and
   background speech (while listening) that get no response; ``backchannel``: scripted backchannel
   opportunities where the model backchannels within 2 chunks.
+- ``backchannel_jsd``: where the session carries ground-truth backchannel timing
+  (``behaviour.backchannel_distribution``, Full-Duplex-Bench v1's ``icc_gt_distribution.json``), the
+  official Jensen-Shannon distance between the model's backchannel windows and it (1 when the model never
+  backchannels). Not a rate: its "hits" add up distances, so the pooled value is the mean distance, and
+  lower is better.
 
 Example::
 
@@ -35,7 +40,19 @@ from collections import Counter
 
 SPECIAL = re.compile(r"<\|[a-z_]+\|>|</?(?:unit|tool_call|tool_response)>")
 ADDRESSED_ROLES = ("request", "statement", "interruption")
-WINDOW_CHUNKS = 2
+WINDOW_CHUNKS = 2  # response windows, in chunks after the event's chunk (in seconds: response_window_s)
+
+
+def response_window_s(chunks: list[dict]) -> float:
+    """``WINDOW_CHUNKS`` chunks in seconds at this session's chunk duration, read from its rows: the longest
+    chunk after the first (the first may be longer than the others, the last cut short).
+
+    >>> response_window_s([{"start_s": 0.0, "arrival_s": 1.25}, {"start_s": 1.25, "arrival_s": 1.75},
+    ...                    {"start_s": 1.75, "arrival_s": 2.0}])
+    1.0
+    """
+    spans = [c["arrival_s"] - c["start_s"] for c in (chunks[1:] or chunks)]
+    return WINDOW_CHUNKS * max(spans, default=1.0)
 
 
 def normalise(text: str) -> str:
@@ -82,7 +99,7 @@ def first_chunk_at_or_after(chunks: list[dict], time_s: float) -> int:
 def _reply_text(chunks, turns, index) -> str:
     turn = turns[index]
     later = [t["start_s"] for t in turns[index + 1 :] if t["speaker"] == "user" and t.get("expects_response")]
-    stop = (min(later) + WINDOW_CHUNKS) if later else math.inf
+    stop = (min(later) + response_window_s(chunks)) if later else math.inf
     return "".join(speech(c) for c in chunks if turn["end_s"] < c["arrival_s"] <= stop)
 
 
@@ -163,7 +180,7 @@ def score_turn_taking(chunks, expected, turns) -> Counter:
             start = first_chunk_at_or_after(chunks, turn["start_s"])
             if start > 0 and chunks[start - 1]["kind"] == "speak":
                 continue  # during a reply: counted as keep-speaking behaviour, not as a new response
-            if _overlaps_a_request(turn, turns):
+            if _overlaps_a_request(turn, turns, response_window_s(chunks)):
                 continue  # a response then answers the request, not the side talk
             end = first_chunk_at_or_after(chunks, turn["end_s"])
             score["ignore_trials"] += 1
@@ -175,11 +192,11 @@ def score_turn_taking(chunks, expected, turns) -> Counter:
     return score
 
 
-def _overlaps_a_request(turn, turns) -> bool:
-    """Side talk or background that overlaps a request's span or its response window (2 s after it)."""
+def _overlaps_a_request(turn, turns, window: float) -> bool:
+    """Side talk or background that overlaps a request's span or its response window (``window`` s after it)."""
     return any(
         t is not turn and t["speaker"] == "user" and t.get("expects_response")
-        and turn["start_s"] < t["end_s"] + WINDOW_CHUNKS and t["start_s"] < turn["end_s"] + WINDOW_CHUNKS
+        and turn["start_s"] < t["end_s"] + window and t["start_s"] < turn["end_s"] + window
         for t in turns
     )
 
@@ -204,10 +221,83 @@ def _finishing_reply(chunks, index, turn) -> bool:
     return chunks[index]["kind"] == "speak" and began_before and index <= first_chunk_at_or_after(chunks, turn["start_s"]) + WINDOW_CHUNKS
 
 
+BACKCHANNEL_EPSILON = 1e-10  # added to every window of the model's distribution, as the official evaluation does
+
+
+def backchannel_distribution(chunks: list[dict], window_s: float, count: int) -> list[float]:
+    """The model's backchannels over ``count`` windows of ``window_s``, normalised (official binning).
+
+    A backchannel chunk's output plays in the chunk after it arrives, ``[arrival_s, arrival_s + its length]``;
+    each window from ``int(start / window_s)`` to ``int(end / window_s)`` counts it once; every window gets
+    ``BACKCHANNEL_EPSILON``.
+
+    >>> rows = [{"start_s": 0.0, "arrival_s": 0.4, "kind": "listen"}, {"start_s": 0.4, "arrival_s": 0.8, "kind": "backchannel"}]
+    >>> [round(p, 3) for p in backchannel_distribution(rows, 0.4, 4)]
+    [0.0, 0.0, 0.5, 0.5]
+    """
+    counts = [BACKCHANNEL_EPSILON] * count
+    for c in chunks:
+        if c["kind"] != "backchannel":
+            continue
+        start, end = c["arrival_s"], 2 * c["arrival_s"] - c["start_s"]
+        for i in range(int(start / window_s), min(int(end / window_s), count - 1) + 1):
+            counts[i] += 1
+    total = sum(counts)
+    return [v / total for v in counts]
+
+
+def resized(values: list[float], count: int) -> list[float]:
+    """``values`` linearly interpolated onto ``count`` points over the same span (as the official evaluation
+    stretches the ground truth onto the model's windows).
+
+    >>> resized([0.0, 1.0], 3)
+    [0.0, 0.5, 1.0]
+    """
+    if count == 1 or len(values) == 1:
+        return [float(values[0])] * count
+    out = []
+    for i in range(count):
+        x = i * (len(values) - 1) / (count - 1)
+        low = min(int(x), len(values) - 2)
+        out.append(values[low] + (values[low + 1] - values[low]) * (x - low))
+    return out
+
+
+def jensen_shannon(p: list[float], q: list[float]) -> float:
+    """The Jensen-Shannon distance (natural log; both normalised first), as ``scipy.spatial.distance.jensenshannon``.
+
+    >>> round(jensen_shannon([1, 0], [0, 1]), 4), jensen_shannon([1, 1], [2, 2])
+    (0.8326, 0.0)
+    """
+    p_total, q_total = sum(p), sum(q)
+    p, q = [v / p_total for v in p], [v / q_total for v in q]
+    divergence = 0.0
+    for a, b in zip(p, q):
+        m = (a + b) / 2
+        divergence += (a * math.log(a / m) if a > 0 else 0.0) + (b * math.log(b / m) if b > 0 else 0.0)
+    return math.sqrt(max(divergence / 2, 0.0))
+
+
+def score_backchannel_timing(chunks, expected) -> Counter:
+    """``backchannel_jsd`` of a session with ground-truth backchannel timing (nothing without): the official
+    distance over windows of the session's length, the ground truth stretched onto them."""
+    truth = (expected.get("behaviour") or {}).get("backchannel_distribution")
+    if not truth or not truth.get("probabilities") or not chunks:
+        return Counter()
+    window = float(truth.get("window_s", 0.2))
+    count = int(chunks[-1]["arrival_s"] / window) + 1
+    if not any(c["kind"] == "backchannel" for c in chunks):
+        distance = 1.0
+    else:
+        distance = jensen_shannon(backchannel_distribution(chunks, window, count), resized(truth["probabilities"], count))
+    return Counter(backchannel_jsd_hits=distance, backchannel_jsd_trials=1)
+
+
 def score_session(chunks: list[dict], expected: dict, turns: list[dict]) -> Counter:
     """All count pairs of one session (chunks ordered by chunk_index)."""
     chunks = sorted(chunks, key=lambda c: c["chunk_index"])
-    return score_qa(chunks, expected, turns) + score_tools(chunks, expected) + score_turn_taking(chunks, expected, turns)
+    return (score_qa(chunks, expected, turns) + score_tools(chunks, expected) + score_turn_taking(chunks, expected, turns)
+            + score_backchannel_timing(chunks, expected))
 
 
 def rates(counts: Counter) -> dict[str, float]:

@@ -36,3 +36,32 @@ def test_tree_layout():
     assert layout.depths() == [0, 1, 2, 2, 3]
     assert layout.ancestors()[4] == [0, 1, 3, 4]
     assert TreeLayout.chain(3).parents == (-1, 0, 1)
+
+
+def test_unit_head_is_the_published_layout(embedded_adapter):
+    """MiniCPM-o 4.5 / Gander: chunk 0 opens with <unit>; every later chunk closes the previous unit first."""
+    p = embedded_adapter.protocol
+    assert [embedded_adapter.decode_tokens([t]) for t in p.unit_head(0)] == ["<unit>"]
+    assert [embedded_adapter.decode_tokens([t]) for t in p.unit_head(1)] == ["</unit>", "<unit>"]
+    assert p.unit_head(7) == p.unit_head(1)
+
+
+def test_training_layout_and_replay_share_the_unit_head(fixture_adapter, small_manifest):
+    """The embedded model's training sequence is the replay's history with audio slots: same unit heads."""
+    from types import SimpleNamespace
+
+    from ticktock.decoders.ar import ARDecoder
+    from ticktock.embedded.data import AUDIO, layout
+    from ticktock.manifest import load_manifest
+
+    from helpers import replay
+
+    session = load_manifest(small_manifest)[0]
+    trace = replay(fixture_adapter, session, ARDecoder(), max_chunks=4)
+    prompt = fixture_adapter.start_session(session.system_prompt, session.tools)
+    plans = [SimpleNamespace(output=c.output, tail=c.injected.tokens) for c in trace.chunks]
+    tokens, _ = layout(list(prompt), plans, fixture_adapter.protocol, embeds_per_chunk=10)
+    fed = list(prompt)
+    for chunk in trace.chunks:  # what the replay fed, audio as slots
+        fed += fixture_adapter.protocol.unit_head(chunk.span.index) + [AUDIO] * 10 + chunk.injected.tokens + chunk.output
+    assert tokens == fed

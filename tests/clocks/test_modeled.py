@@ -47,3 +47,32 @@ def test_profile_round_trips_through_yaml(tmp_path):
     path.write_text(p.to_yaml())
     q = CostProfile.load(path)
     assert (q.query_tokens, q.context_tokens, q.forward_table, q.encode_ms) == ([1, 4], [0, 100], [[1.0, 2.0], [3.0, 4.0]], 0.5)
+
+
+GOOD = "name: x\nencode_ms: 5.0\nquery_tokens: [1, 4]\ncontext_tokens: [0, 100]\nforward_ms:\n- [1.0, 2.0]\n- [3.0, 4.0]\n"
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("- [3.0, 4.0]", "- [3.0, -100.0]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': must be a finite number >= 0 \(milliseconds\), got -100.0"),
+    ("- [3.0, 4.0]", "- [3.0, .nan]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': must be a finite number >= 0 \(milliseconds\), got nan"),
+    ("- [1.0, 2.0]", "- [1.0, fast]", r"p.yaml:6: field 'forward_ms\[0\]\[1\]': must be a finite number >= 0 \(milliseconds\), got 'fast'"),
+    ("encode_ms: 5.0", "encode_ms: -1", r"p.yaml:2: field 'encode_ms': must be a finite number >= 0 \(milliseconds\), got -1"),
+    ("- [3.0, 4.0]", "- [3.0]", r"p.yaml:7: field 'forward_ms\[1\]': must be a row of 2 values \(one per context_tokens value\), got 1 values"),
+    ("query_tokens: [1, 4]", "query_tokens: [1, 2.5]", r"p.yaml:3: field 'query_tokens\[1\]': must be an integer >= 1, got 2.5"),
+    ("context_tokens: [0, 100]", "context_tokens: [-8, 100]", r"p.yaml:4: field 'context_tokens\[0\]': must be an integer >= 0, got -8"),
+    ("query_tokens: [1, 4]", "query_tokens: [1, 4", r"p.yaml:4:15: not valid YAML \(expected ',' or '\]', but got ':'\)"),
+])
+def test_every_cost_profile_value_is_checked_naming_file_line_and_field(tmp_path, old, new, message):
+    path = tmp_path / "p.yaml"
+    path.write_text(GOOD)
+    assert CostProfile.load(path).forward_ms(4, 100) == 4.0
+    path.write_text(GOOD.replace(old, new))
+    with pytest.raises(ProfileError, match=message):
+        CostProfile.load(path)
+
+
+def test_profiles_built_in_code_are_checked_too():
+    with pytest.raises(ProfileError, match=r"profile p: field 'forward_ms\[0\]\[0\]': must be a finite number >= 0"):
+        CostProfile("p", [1], [0], [[-100.0]])
+    with pytest.raises(ProfileError, match=r"profile c: field 'encode_ms': must be a finite number >= 0"):
+        CostProfile("c", [1], [0], [[1.0]], encode_ms=float("inf"))

@@ -12,10 +12,14 @@ from ticktock.manifest import load_manifest
 
 
 def write_speech(path: Path, duration_s: float, spans, rate: int, seed: int = 0, channels: int = 1,
-                 fmt: str | None = None, gain: float = 1.0) -> Path:
-    """Noise bursts in ``spans`` over a quiet floor, written as WAV/MP3/FLAC (by suffix or ``fmt``)."""
+                 fmt: str | None = None, gain: float = 1.0, faint=()) -> Path:
+    """Noise bursts in ``spans`` over a quiet floor, written as WAV/MP3/FLAC (by suffix or ``fmt``); ``faint``
+    spans get bursts 20 dB quieter (background talk in room tone, still above the VAD threshold)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mono = speech_like(duration_s, spans, seed=seed, rate=rate) * gain
+    if faint:
+        mono = mono + 0.1 * (speech_like(duration_s, faint, seed=seed + 1, rate=rate)
+                             - speech_like(duration_s, [], seed=seed + 1, rate=rate))
     data = np.stack([mono] * channels, axis=1) if channels > 1 else mono
     soundfile.write(str(path), np.clip(data, -1, 1), rate, format=fmt or path.suffix[1:].upper())
     return path

@@ -9,11 +9,10 @@ import pytest
 from convert_helpers import assert_nothing_left, check_manifest, write_speech
 from ticktock.corpus.convert import ConvertError, convert
 
-ROWS = [  # field names as reported for the real metadata.jsonl (id, category, official_answer, file_name)
+ROWS = [  # the real metadata.jsonl's fields: id, category, official_answer, file_name (no question text)
     {"id": 0, "category": "formal_fallacies", "official_answer": "invalid", "file_name": "data/question_0.mp3"},
     {"id": 1, "category": "object_counting", "official_answer": "7", "file_name": "data/question_1.mp3"},
-    {"id": 2, "category": "navigate", "official_answer": "Yes", "file_name": "data/question_2.mp3",
-     "transcript": "Take three steps forward. Take three steps backward. Are you back at the start?"},
+    {"id": 2, "category": "navigate", "official_answer": "Yes", "file_name": "data/question_2.mp3"},
 ]
 
 
@@ -44,13 +43,20 @@ def test_converts_questions_with_official_answers(source, tmp_path):
     assert fallacy.expected["script"] == [{"turn": 0, "action": "speak", "text": "invalid"}]
     assert counting.expected["answer_aliases"] == ["seven"]
     assert counting.expected["answers"] == [{"turn": 0, "reference_answer": "7", "answer_aliases": ["seven"]}]
-    assert navigate.turns[0].text.startswith("Take three steps forward.")
-    assert fallacy.turns[0].text == ""
+    assert [s.turns[0].text for s in sessions] == ["", "", ""]  # the file has no question text
+    assert navigate.expected["reference_answer"] == "Yes"
     assert fallacy.provenance == {
         "source": "big_bench_audio", "source_id": "0", "source_path": "data/question_0.mp3",
         "metadata_path": "metadata.jsonl:1", "category": "formal_fallacies", "converter_version": "1",
         "layout": fallacy.provenance["layout"]}
     assert convert("big_bench_audio", source, tmp_path / "two", limit=2, warn=lambda line: None).sessions[-1].session_id == "big_bench_audio-0001"
+
+
+def test_a_question_text_field_is_used_when_a_copy_has_one(tmp_path):
+    rows = [{**ROWS[2], "transcript": "Take three steps forward. Take three steps backward. Are you back at the start?"}]
+    (session,) = convert("big_bench_audio", make_copy(tmp_path / "src", rows), tmp_path / "out",
+                         warn=lambda line: None).sessions
+    assert session.turns[0].text.startswith("Take three steps forward.")
 
 
 def test_bad_metadata_is_named(source, tmp_path):

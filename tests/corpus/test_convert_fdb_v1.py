@@ -169,3 +169,66 @@ def test_silent_input_is_reported(source, tmp_path):
     result = convert("fdb_v1", source, tmp_path / "out", subsets=["icc_backchannel"], warn=lines.append)
     assert result.warnings["silent"] == 1 and "icc_backchannel/1/input.wav: no speech found" in lines[0]
     check_manifest(result.manifest)
+
+
+def gt_windows(duration_s, peak_s):
+    """An icc_gt_distribution.json entry: 0.2 s windows over the input, peaking at ``peak_s``."""
+    weights = [1.0 / (1.0 + abs(i * 0.2 - peak_s)) for i in range(int(duration_s / 0.2) + 1)]
+    return [w / sum(weights) for w in weights]
+
+
+def test_backchannel_ground_truth_is_read_next_to_the_source(source, tmp_path):
+    truth = {"1": gt_windows(5.0, 2.0), "9": gt_windows(8.0, 1.0)}
+    write_json(source / "icc_gt_distribution.json", truth)
+    result = convert("fdb_v1", source, tmp_path / "out", warn=lambda line: None)
+    assert not result.warnings
+    backchannel = by_id(check_manifest(result.manifest))["fdb_v1-icc_backchannel-1"]
+    assert backchannel.expected["behaviour"] == {
+        "type": "backchannel", "backchannel_distribution": {"window_s": 0.2, "probabilities": truth["1"]}}
+    assert backchannel.provenance["backchannel_gt"] == "icc_gt_distribution.json"
+    others = [s for s in result.sessions if s.session_id != "fdb_v1-icc_backchannel-1"]
+    assert all("backchannel_distribution" not in s.expected["behaviour"] for s in others)
+
+
+def test_backchannel_ground_truth_from_the_option_and_missing_samples(source, tmp_path):
+    path = tmp_path / "evaluation" / "icc_gt_distribution.json"
+    write_json(path, {"0": gt_windows(23.0, 5.0)})
+    lines = []
+    result = convert("fdb_v1", source, tmp_path / "out", subsets=["icc_backchannel"], backchannel_gt=path,
+                     warn=lines.append)
+    assert result.warnings == {"no_backchannel_gt": 1}
+    assert "icc_gt_distribution.json: no entry for sample '1'" in lines[0]
+    assert result.sessions[0].expected["behaviour"] == {"type": "backchannel"}
+    write_json(path, {"1": gt_windows(23.0, 5.0)})  # 116 windows for a 5 s input: another sample's entry
+    result = convert("fdb_v1", source, tmp_path / "out2", subsets=["icc_backchannel"], backchannel_gt=path,
+                     warn=lines.append)
+    assert result.warnings == {"backchannel_gt_length": 1} and "has 116 windows" in lines[-1]
+    write_json(path, {"1": [0.5, "x"]})
+    with pytest.raises(ConvertError, match=r"icc_gt_distribution.json: entry '1': expected a non-empty list"):
+        convert("fdb_v1", source, tmp_path / "out3", subsets=["icc_backchannel"], backchannel_gt=path)
+    with pytest.raises(ConvertError, match=r"nowhere.json: backchannel ground truth file not found"):
+        convert("fdb_v1", source, tmp_path / "out3", backchannel_gt=tmp_path / "nowhere.json")
+
+
+def test_v1_and_v1_5_subsets_side_by_side_with_doubled_folders(tmp_path):
+    import test_convert_fdb_v1_5 as fdb_v1_5
+
+    download = tmp_path / "fdb"
+    make_copy(download)
+    nested = download / "icc_backchannel"  # as some official inference scripts read it: X/X/{ID}
+    (nested / "icc_backchannel").mkdir()
+    (nested / "1").rename(nested / "icc_backchannel" / "1")
+    fdb_v1_5.make_sample(download / "user_interruption" / "user_interruption" / "4")
+    fdb_v1_5.make_sample(download / "talking_to_other" / "2")
+    v1 = convert("fdb_v1", download, tmp_path / "v1", warn=lambda line: None)
+    assert [s.session_id for s in v1.sessions] == [
+        "fdb_v1-candor_pause_handling-3", "fdb_v1-candor_turn_taking-7", "fdb_v1-icc_backchannel-1",
+        "fdb_v1-synthetic_pause_handling-2", "fdb_v1-synthetic_pause_handling-10", "fdb_v1-synthetic_user_interruption-1"]
+    assert by_id(v1.sessions)["fdb_v1-icc_backchannel-1"].provenance["source_path"] == "icc_backchannel/icc_backchannel/1"
+    v1_5 = convert("fdb_v1_5", download, tmp_path / "v1_5", warn=lambda line: None)
+    assert [s.session_id for s in v1_5.sessions] == ["fdb_v1_5-user_interruption-4", "fdb_v1_5-talking_to_other-2"]
+    copy = tmp_path / "copy"  # a copy that keeps the v1.0 subsets under v1_0/
+    copy.mkdir()
+    download.rename(copy / "v1_0")
+    assert len(convert("fdb_v1", copy, tmp_path / "v1b", subsets=["icc_backchannel"],
+                       warn=lambda line: None).sessions) == 1

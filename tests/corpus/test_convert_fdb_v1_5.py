@@ -100,3 +100,19 @@ def test_silent_input_is_reported(source, tmp_path):
     assert all("user_interruption/1/input.wav" in line for line in lines)
     request = check_manifest(result.manifest)[0].turns[0]
     assert (request.start_s, request.end_s) == (0.0, 6.0)
+
+
+def test_overlap_text_falls_back_to_the_subset_key(source, tmp_path):
+    folder = source / "user_backchannel" / "1"
+    meta = {"context_text": "What are good places to visit?", "backchannel_text": "Mm-hmm.", "timestamps": list(OVERLAP)}
+    (folder / "metadata.json").write_text(json.dumps(meta))
+    other = source / "talking_to_other" / "1"
+    (other / "metadata.json").write_text(json.dumps({"context_text": "Any tips?", "timestamps": list(OVERLAP)}))
+    lines = []
+    result = convert("fdb_v1_5", source, tmp_path / "out", subsets=["user_backchannel", "talking_to_other"],
+                     warn=lines.append)
+    backchannel, side_talk = result.sessions
+    assert backchannel.turns[1].text == "Mm-hmm." and backchannel.provenance["overlap_text_key"] == "backchannel_text"
+    assert side_talk.turns[1].text == "" and "overlap_text_key" not in side_talk.provenance
+    assert result.warnings == {"no_overlap_text": 1}
+    assert "talking_to_other/1/metadata.json: no text for the overlap turn" in lines[0]

@@ -1,4 +1,6 @@
-"""Full-Duplex-Bench v3 converter on tiny recordings in the published layout (48 kHz input.wav + metadata)."""
+"""Full-Duplex-Bench v3 converter on tiny recordings in the released shapes: ``{example_id}_{24 hex}`` folders,
+48 kHz input.wav with long room tone, ``metadata.json`` with multi-entry dialogues, upper-case disfluency
+names and the official call shapes (defaults left out, free strings, ``$RESULT_i`` placeholders)."""
 
 from __future__ import annotations
 
@@ -7,38 +9,75 @@ import json
 import pytest
 
 from convert_helpers import assert_nothing_left, check_manifest, write_speech
-from ticktock.corpus.convert import ConvertError, convert
-from ticktock.mock_tools import TOOL_SCHEMAS
+from ticktock.corpus.convert import ConvertError, check, convert
+from ticktock.mock_tools import TOOL_SCHEMAS, execute
 
+SPEAKER = "65e8cf8f4c7424fa062e54a3"
 SHOP = {
-    "id": "ecommerce_07",
+    "id": "ecommerce_09",
+    "title": "Hiking boots instead of running shoes",
     "domain": "ecommerce_support",
     "difficulty": "medium",
-    "disfluency_features": ["fillers", "self_corrections"],
+    "num_expected_calls": 2,
+    "disfluency_features": ["FILLER", "SELF_CORRECTION"],
     "state_rollback_test": True,
     "state_rollback_details": {"original_param": {"query": "running shoes"}, "corrected_param": {"query": "hiking boots"}},
-    "dialogue": [{"user": "Um, find me some running shoes, no wait, hiking boots, and add one to my cart.",
-                  "ai": "I added the TrailMax hiking boots to your cart."}],
+    "dialogue": [
+        {"user": "Um, find me some running shoes,", "ai": "Sure, looking for running shoes."},
+        {"user": "no wait, hiking boots, and add them to my cart.", "ai": "I added the TrailMax hiking boots to your cart."},
+    ],
     "expected_tool_calls": [
         {"function": "search_products", "args": {"query": "hiking boots"}},
-        {"function": "add_to_cart", "args": {"product_id": "$RESULT_0.products[0].product_id", "quantity": 1}},
+        {"function": "add_to_cart", "args": {"product_id": "$RESULT_0.products[0].product_id"}},
     ],
     "acting_notes": "hesitant",
     "latency_profile": "normal",
 }
 ORDER = {
     "id": "ecommerce_02",
+    "title": "Track an order",
     "difficulty": "easy",
-    "disfluency_features": ["pauses"],
+    "num_expected_calls": 1,
+    "disfluency_features": ["PAUSE"],
     "state_rollback_test": False,
-    "dialogue": [{"user": "Where is my order... four eight two one three?", "ai": "It has been delivered."}],
-    "expected_tool_calls": [{"function": "track_order", "args": {"order_id": "48213"}}],
+    "dialogue": [{"user": "Where is my order... B O B one two?", "ai": "Order BOB12 has shipped."}],
+    "expected_tool_calls": [{"function": "track_order", "args": {"order_id": "BOB12"}}],
+}
+OFFICIAL_SHAPES = {  # folder -> expected calls as the released metadata writes them (official agent tools)
+    "travel_04_5e3c1fbece3a7b000a6fd95a": [
+        {"function": "search_flights", "args": {"destination": "New York", "date": "August 20"}},
+        {"function": "book_flight", "args": {"passenger_name": "Maria Lopez"}},
+        {"function": "update_identity_doc", "args": {"doc_type": "id_card", "doc_number": "P9-9-9-90011"}},
+    ],
+    "finance_11_66c4f3cb14cbfc4db836bd4e": [
+        {"function": "get_card_benefits", "args": {"card_type": "Sapphire Reserve"}},
+        {"function": "get_exchange_rate", "args": {"amount": 200, "from_currency": "dollars", "to_currency": "euros"}},
+        {"function": "modify_autopay", "args": {"bill_type": "utilities", "source_account": "checking account"}},
+    ],
+    "housing_21_66c4f3cb14cbfc4db836bd4e": [
+        {"function": "update_search_filter", "args": {"filter_name": "max_price", "value": 1800}},
+        {"function": "search_apartments", "args": {"bedrooms": 3, "pets_allowed": True}},
+        {"function": "calculate_commute", "args": {"origin_address": "$RESULT_1.apartments[0].address",
+                                                   "destination_address": "train station"}},
+    ],
+    "housing_18_66c4f3cb14cbfc4db836bd4e": [
+        {"function": "search_apartments", "args": {"city": "Portland", "bedrooms": 1, "max_price": 2500}},
+        {"function": "calculate_commute", "args": {"origin_address": "$RESULT_0.cheapest_apartment_address",
+                                                   "destination_address": "the coffee shop on 5th Street",
+                                                   "mode": "bike"}},
+        {"function": "update_search_filter", "args": {"filter_name": "pets", "value": "true"}},
+    ],
+    "ecommerce_18_62a885d5b6af18b3d4579e1b": [
+        {"function": "track_order", "args": {"order_id": "BOB"}},
+        {"function": "search_products", "args": {"query": "wireless headphones", "category": "electronics"}},
+        {"function": "add_to_cart", "args": {"product_id": "$RESULT_1.cheapest_product_id"}},
+    ],
 }
 
 
-def make_sample(root, name, meta, spans=((0.5, 3.5),), seconds=8.0):
+def make_sample(root, name, meta, spans=((0.5, 3.5),), seconds=8.0, faint=(), rate=48_000):
     folder = root / "fdb_v3_data_released" / name
-    write_speech(folder / "input.wav", seconds, list(spans), 48_000, channels=2)
+    write_speech(folder / "input.wav", seconds, list(spans), rate, channels=2, faint=faint)
     (folder / "metadata.json").write_text(json.dumps(meta))
     return folder
 
@@ -46,91 +85,171 @@ def make_sample(root, name, meta, spans=((0.5, 3.5),), seconds=8.0):
 @pytest.fixture
 def source(tmp_path):
     root = tmp_path / "v3"
-    make_sample(root, "ecommerce_07_spk03", SHOP, spans=((0.5, 2.0), (3.0, 4.2)))
-    make_sample(root, "ecommerce_02_spk11", ORDER)
+    make_sample(root, f"ecommerce_09_{SPEAKER}", SHOP, spans=((0.5, 2.0), (3.0, 4.2)))
+    make_sample(root, "ecommerce_02_5f4a4da1575d605c43bef871", ORDER)
     return root
 
 
+def quiet(line):
+    pass
+
+
 def test_converts_tool_calling_sessions(source, tmp_path):
-    result = convert("fdb_v3", source, tmp_path / "out", warn=lambda line: None)
+    lines = []
+    result = convert("fdb_v3", source, tmp_path / "out", warn=lines.append)
     sessions = check_manifest(result.manifest)
-    assert [s.session_id for s in sessions] == ["fdb_v3-ecommerce_02_spk11", "fdb_v3-ecommerce_07_spk03"]
-    assert not result.warnings
+    assert [s.session_id for s in sessions] == ["fdb_v3-ecommerce_02_5f4a4da1575d605c43bef871",
+                                                f"fdb_v3-ecommerce_09_{SPEAKER}"]
+    assert result.warnings == {"multi_entry_dialogue": 1}
+    assert f"ecommerce_09_{SPEAKER}/metadata.json: dialogue has 2 entries" in lines[0]
     order, shop = sessions
     assert shop.task == "fdb_v3" and shop.duration_s == 8.0
     assert list(shop.tools) == TOOL_SCHEMAS
     (turn,) = shop.turns
     assert (turn.speaker, turn.role, turn.expects_response, turn.words) == ("user", "request", True, ())
-    assert turn.text.startswith("Um, find me some running shoes")
+    # every user entry is the request; the correction is in the second one
+    assert turn.text == "Um, find me some running shoes, no wait, hiking boots, and add them to my cart."
     assert abs(turn.start_s - 0.5) < 0.06 and abs(turn.end_s - 4.2) < 0.06  # across the pause in the request
     # the $RESULT_0 placeholder is filled in from the mock tools' answer to the first expected call
     assert shop.expected["tool_calls"] == [
         {"function": "search_products", "args": {"query": "hiking boots"}},
-        {"function": "add_to_cart", "args": {"product_id": "P1042", "quantity": 1}},
+        {"function": "add_to_cart", "args": {"product_id": "P1042"}},
     ]
     assert shop.provenance["source_tool_calls"] == SHOP["expected_tool_calls"]
     script = shop.expected["script"]
     assert [a["action"] for a in script] == ["tool_call", "tool_call", "speak_after_tools"]
-    assert script[1]["call"]["args"]["product_id"] == "P1042"
-    assert script[2]["text"] == "I added the TrailMax hiking boots to your cart."
-    assert script[2]["tool_results"][1]["status"] == "added"
+    assert script[2]["text"] == "I added the TrailMax hiking boots to your cart."  # dialogue[-1].ai
+    assert script[2]["tool_results"][1] == {"cart_total": 89.99, "name": "TrailMax hiking boots",
+                                           "product_id": "P1042", "quantity": 1, "status": "added"}
     assert shop.expected["behaviour"] == {
-        "type": "tool_calling", "scenario": "ecommerce_07", "domain": "ecommerce_support", "difficulty": "medium",
-        "disfluencies": ["fillers", "self_corrections"],
+        "type": "tool_calling", "scenario": "ecommerce_09", "title": "Hiking boots instead of running shoes",
+        "num_expected_calls": 2, "domain": "ecommerce_support", "difficulty": "medium",
+        "disfluencies": ["filler", "self_correction"],
         "state_rollback": {"original": {"query": "running shoes"}, "corrected": {"query": "hiking boots"}},
         "respond_after_s": [turn.end_s]}
+    assert shop.provenance["dialogue"] == SHOP["dialogue"]
+    assert shop.provenance["source_disfluencies"] == ["FILLER", "SELF_CORRECTION"]
     assert shop.provenance["source_sample_rate"] == 48_000 and shop.provenance["source_channels"] == 2
-    assert shop.provenance["speaker_id"] == "spk03" and shop.provenance["source_id"] == "ecommerce_07"
-    assert shop.provenance["source_path"] == "fdb_v3_data_released/ecommerce_07_spk03"
+    assert shop.provenance["speaker_id"] == SPEAKER and shop.provenance["source_id"] == "ecommerce_09"
+    assert shop.provenance["source_path"] == f"fdb_v3_data_released/ecommerce_09_{SPEAKER}"
     assert shop.provenance["acting_notes"] == "hesitant"
+    assert order.expected["behaviour"]["scenario"] == "ecommerce_02"
+    assert order.expected["behaviour"]["domain"] == "ecommerce_support"  # from the id when the file has none
     assert order.expected["behaviour"]["state_rollback"] is None
+    assert order.expected["tool_calls"] == [{"function": "track_order", "args": {"order_id": "BOB12"}}]
     assert "source_tool_calls" not in order.provenance
     assert convert("fdb_v3", source / "fdb_v3_data_released", tmp_path / "one", limit=1,
-                   warn=lambda line: None).sessions[0].session_id == "fdb_v3-ecommerce_02_spk11"
+                   warn=quiet).sessions[0].session_id == "fdb_v3-ecommerce_02_5f4a4da1575d605c43bef871"
+
+
+def test_request_ends_before_the_first_silence_over_two_seconds(source, tmp_path):
+    # a 1.2 s pause inside the request, then 20 s of room tone with faint background talk at 14-15 s
+    make_sample(source, f"ecommerce_02_{SPEAKER}", ORDER, spans=((0.5, 3.0), (4.2, 6.0)), seconds=24.0,
+                faint=((14.0, 15.0),))
+    lines = []
+    result = convert("fdb_v3", source, tmp_path / "out", warn=lines.append)
+    session = next(s for s in result.sessions if s.session_id == f"fdb_v3-ecommerce_02_{SPEAKER}")
+    (turn,) = session.turns
+    assert abs(turn.start_s - 0.5) < 0.06 and abs(turn.end_s - 6.0) < 0.06
+    assert session.expected["behaviour"]["respond_after_s"] == [turn.end_s]
+    assert abs(session.provenance["last_speech_s"] - 15.0) < 0.06
+    assert result.warnings["request_end"] == 1
+    assert any(f"ecommerce_02_{SPEAKER}/input.wav: the request ends at 6.03 s" in line for line in lines)
+
+
+def test_official_call_shapes_run_on_the_mock_tools(tmp_path):
+    root = tmp_path / "v3"
+    for name, calls in OFFICIAL_SHAPES.items():
+        example = name.rsplit("_", 1)[0]
+        make_sample(root, name, {**ORDER, "id": example, "num_expected_calls": len(calls), "expected_tool_calls": calls})
+    lines = []
+    result = convert("fdb_v3", root, tmp_path / "out", warn=lines.append)
+    assert not result.warnings, lines
+    sessions = {s.session_id.removeprefix("fdb_v3-"): s for s in check_manifest(result.manifest)}
+    for name, session in sessions.items():
+        for call in session.expected["tool_calls"]:  # every expected call runs, no placeholder left
+            assert "error" not in execute(call), (name, call, execute(call))
+            assert not any(isinstance(v, str) and v.startswith("$RESULT") for v in call["args"].values())
+    travel = sessions["travel_04_5e3c1fbece3a7b000a6fd95a"].expected["script"]
+    assert travel[0]["call"]["args"] == {"destination": "New York", "date": "August 20"}
+    assert len(travel[3]["tool_results"][0]["flights"]) == 2  # any city has flights
+    assert travel[3]["tool_results"][2] == {"doc_number": "P99990011", "doc_type": "id_card", "status": "updated"}
+    commute = sessions["housing_18_66c4f3cb14cbfc4db836bd4e"].expected["script"]
+    cheapest = min(commute[3]["tool_results"][0]["apartments"], key=lambda a: a["rent"])
+    assert commute[1]["call"]["args"]["origin_address"] == cheapest["address"]
+    assert commute[3]["tool_results"][1]["mode"] == "cycling"
+    shop = sessions["ecommerce_18_62a885d5b6af18b3d4579e1b"].expected["tool_calls"]
+    assert shop[2] == {"function": "add_to_cart", "args": {"product_id": "P1205"}}
 
 
 def test_unresolvable_placeholders_and_unknown_tools_are_reported(source, tmp_path):
-    meta = {**ORDER, "expected_tool_calls": [
-        {"function": "search_flights", "args": {"destination": "Atlantis", "date": "Friday"}},
-        {"function": "book_flight", "args": {"passenger_name": "Ana", "flight_id": "$RESULT_0.flights[0].flight_id"}},
+    meta = {**ORDER, "num_expected_calls": 3, "expected_tool_calls": [
+        {"function": "search_products", "args": {"query": "moon rocks"}},
+        {"function": "add_to_cart", "args": {"product_id": "$RESULT_0.products[0].product_id"}},
         {"function": "order_pizza", "args": {}},
     ]}
-    make_sample(source, "travel_01_spk01", meta)
+    make_sample(source, "travel_01_5ff07b5ee7a1d23e719e421e", meta)
     lines = []
     result = convert("fdb_v3", source, tmp_path / "out", warn=lines.append)
-    session = next(s for s in result.sessions if s.session_id == "fdb_v3-travel_01_spk01")
-    assert session.expected["tool_calls"][1]["args"]["flight_id"] == "$RESULT_0.flights[0].flight_id"
+    session = next(s for s in result.sessions if s.session_id == "fdb_v3-travel_01_5ff07b5ee7a1d23e719e421e")
+    assert session.expected["tool_calls"][1]["args"]["product_id"] == "$RESULT_0.products[0].product_id"
     assert result.warnings["unresolved"] == 1 and result.warnings["unknown_tool"] == 1
-    assert any("travel_01_spk01/metadata.json: call 1 (book_flight): cannot resolve" in line for line in lines)
+    assert result.warnings["mock_rejects"] == 1  # the placeholder is not a product id
+    assert any("travel_01_5ff07b5ee7a1d23e719e421e/metadata.json: call 1 (add_to_cart): cannot resolve" in line
+               for line in lines)
+
+
+def test_call_count_disagreeing_with_the_metadata_is_reported(source, tmp_path):
+    make_sample(source, "ecommerce_02_5f4a4da1575d605c43bef871", {**ORDER, "num_expected_calls": 2})
+    lines = []
+    result = convert("fdb_v3", source, tmp_path / "out", warn=lines.append)
+    assert result.warnings["call_count"] == 1
+    assert any("num_expected_calls is 2 but expected_tool_calls has 1" in line for line in lines)
+
+
+def test_doubled_data_folder_and_check_mode(source, tmp_path):
+    doubled = tmp_path / "unzipped"
+    make_sample(doubled / "fdb_v3_data_released", "ecommerce_02_5f4a4da1575d605c43bef871", ORDER)
+    result = check("fdb_v3", doubled, warn=quiet)
+    assert [s.session_id for s in result.sessions] == ["fdb_v3-ecommerce_02_5f4a4da1575d605c43bef871"]
+    assert result.manifest is None
+    assert sorted(p.name for p in doubled.rglob("*")) == ["ecommerce_02_5f4a4da1575d605c43bef871",
+                                                          "fdb_v3_data_released", "fdb_v3_data_released",
+                                                          "input.wav", "metadata.json"]
 
 
 def test_bad_files_are_named(source, tmp_path):
     out = tmp_path / "out"
-    folder = source / "fdb_v3_data_released" / "ecommerce_07_spk03"
+    folder = source / "fdb_v3_data_released" / f"ecommerce_09_{SPEAKER}"
     (folder / "metadata.json").write_text(json.dumps({**SHOP, "expected_tool_calls": None}))
-    with pytest.raises(ConvertError, match=r"ecommerce_07_spk03/metadata.json: 'expected_tool_calls' must be a list"):
+    with pytest.raises(ConvertError, match=rf"ecommerce_09_{SPEAKER}/metadata.json: 'expected_tool_calls' must be a list"):
         convert("fdb_v3", source, out)
     (folder / "metadata.json").write_text(json.dumps({**SHOP, "dialogue": []}))
-    with pytest.raises(ConvertError, match=r"ecommerce_07_spk03/metadata.json: 'dialogue'"):
+    with pytest.raises(ConvertError, match=rf"ecommerce_09_{SPEAKER}/metadata.json: 'dialogue'"):
+        convert("fdb_v3", source, out)
+    (folder / "metadata.json").write_text(json.dumps({**SHOP, "dialogue": [{"user": "", "ai": "ok"}, "hello"]}))
+    with pytest.raises(ConvertError, match=rf"ecommerce_09_{SPEAKER}/metadata.json: dialogue\[1\] is not an object"):
+        convert("fdb_v3", source, out)
+    (folder / "metadata.json").write_text(json.dumps({**SHOP, "dialogue": [{"ai": "ok"}]}))
+    with pytest.raises(ConvertError, match=rf"ecommerce_09_{SPEAKER}/metadata.json: no dialogue entry has user text"):
         convert("fdb_v3", source, out)
     (folder / "metadata.json").write_text(json.dumps(SHOP))
     (folder / "input.wav").write_bytes(b"RIFF....WAVEfmt broken")
-    with pytest.raises(ConvertError, match=r"ecommerce_07_spk03/input.wav: cannot read audio"):
+    with pytest.raises(ConvertError, match=rf"ecommerce_09_{SPEAKER}/input.wav: cannot read audio"):
         convert("fdb_v3", source, out)
     assert_nothing_left(out)
     (folder / "metadata.json").unlink()
-    with pytest.raises(ConvertError, match=r"ecommerce_07_spk03/metadata.json: required file not found"):
+    with pytest.raises(ConvertError, match=rf"ecommerce_09_{SPEAKER}/metadata.json: required file not found"):
         convert("fdb_v3", source, out)
     with pytest.raises(ConvertError, match=r"no FDB v3 example folders"):
         convert("fdb_v3", tmp_path / "out", tmp_path / "elsewhere")
 
 
 def test_clipped_recording_is_reported(source, tmp_path):
-    make_sample(source, "ecommerce_02_spk11", ORDER)
-    write_speech(source / "fdb_v3_data_released/ecommerce_02_spk11/input.wav", 8.0, [(0.5, 3.5)], 48_000,
-                 channels=2, gain=30.0)
+    write_speech(source / "fdb_v3_data_released/ecommerce_02_5f4a4da1575d605c43bef871/input.wav", 8.0, [(0.5, 3.5)],
+                 48_000, channels=2, gain=30.0)
     lines = []
     result = convert("fdb_v3", source, tmp_path / "out", warn=lines.append)
-    assert result.warnings == {"clipped": 1}
-    assert "ecommerce_02_spk11/input.wav: audio is clipped" in lines[0]
+    assert result.warnings == {"clipped": 1, "multi_entry_dialogue": 1}
+    assert "ecommerce_02_5f4a4da1575d605c43bef871/input.wav: audio is clipped" in lines[0]
     check_manifest(result.manifest)

@@ -75,6 +75,17 @@ def test_converts_all_three_subsets(source, tmp_path):
     assert trivia.expected["reference_answer"] == "mars" and trivia.expected["answer_aliases"] == ["planet mars"]
 
 
+def test_trivia_aliases_in_one_comma_separated_string(tmp_path):
+    rows = {"trivia_qa": (ROWS["trivia_qa"][0], [
+        ["Which planet is known as the red planet?", "mars", "mars, planet mars, the red planet", "trivia_qa_0.mp3"],
+        ["Who painted the Mona Lisa?", "leonardo da vinci", "['leonardo', 'da vinci, leonardo']", "trivia_qa_1.mp3"]])}
+    source = make_copy(tmp_path / "src", rows)
+    mars, mona_lisa = convert("openaudiobench", source, tmp_path / "out", warn=lambda line: None).sessions
+    assert mars.expected["reference_answer"] == "mars"
+    assert mars.expected["answer_aliases"] == ["planet mars", "the red planet"]  # one alias per part
+    assert mona_lisa.expected["answer_aliases"] == ["leonardo", "da vinci, leonardo"]  # a list keeps its commas
+
+
 def test_limit_and_subsets(source, tmp_path):
     result = convert("openaudiobench", source / "eval_datas", tmp_path / "out", limit=1,
                      subsets=["llama_questions", "trivia_qa"], warn=lambda line: None)

@@ -3,17 +3,17 @@
 
 import pytest
 
-from ticktock.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.selection import TokenSelector
-from ticktock.engine import ReplayEngine
 from ticktock.injection import ToolCallInjector
-from ticktock.main_job import compose_run
+
 from ticktock.manifest import load_manifest
 from ticktock.mock_tools import MockToolExecutor
 from ticktock.resources import resource_path
-from ticktock.run import build
+from ticktock.runner import build, compose_run
+
+from helpers import outputs
+from helpers import replay as replay_session
 
 def shipped(name):
     """The decoder exactly as its shipped config file builds it."""
@@ -31,9 +31,9 @@ def sessions():
 
 
 def replay(adapter, session, decoder, max_chunks, **sampling):
-    engine = ReplayEngine(adapter, decoder, ModeledClock(CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml"))),
-                          TokenSelector(adapter.protocol, **sampling), ToolCallInjector(MockToolExecutor()), max_chunks)
-    return [c.output for c in engine.replay(session, load_audio(session.audio_path)).chunks]
+    clock = ModeledClock(CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml")))
+    return outputs(replay_session(adapter, session, decoder, clock=clock, injector=ToolCallInjector(MockToolExecutor()),
+                                  max_chunks=max_chunks, **sampling))
 
 
 @pytest.mark.parametrize("name", sorted(DECODERS))

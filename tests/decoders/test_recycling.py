@@ -6,8 +6,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ticktock.adapters.base import TreeLayout
-from ticktock.audio import load_audio
-from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.base import ChunkStep, ChunkCounters, ChunkInputs, DraftTree, Verification
 from ticktock.decoders.recycling import (
@@ -17,10 +15,11 @@ from ticktock.decoders.recycling import (
     gather_draft_tokens,
     prune_to_chunk,
 )
-from ticktock.decoders.selection import TokenSelector
-from ticktock.engine import ReplayEngine
 from ticktock.injection import ToolCallInjector
 from ticktock.manifest import load_manifest
+
+from helpers import ConstantToolExecutor, outputs
+from helpers import replay as replay_session
 
 # The "2.2.2" template exactly as the official tree_template_.py lists it (rank paths, BFS order).
 OFFICIAL_2_2_2 = [
@@ -49,7 +48,7 @@ def test_template_2_2_2_has_the_published_shape():
     children = {}
     for path in t.paths:
         children[path[:-1]] = children.get(path[:-1], 0) + 1
-    # decoders.md section 2.1, parent -> number of children
+    # the official template's counts: parent -> number of children
     assert children[()] == 8
     assert [children.get((r,), 0) for r in range(8)] == [8, 4, 3, 2, 1, 1, 1, 1]
     assert [children.get((0, r), 0) for r in range(8)] == [8, 3, 2, 1, 1, 1, 1, 1]
@@ -90,9 +89,9 @@ def test_earlier_siblings_cover_later_siblings_so_first_child_walk_equals_best_l
 
 
 def test_unknown_template_and_bad_topk_are_rejected():
-    with pytest.raises(ValueError, match="unknown tree template"):
+    with pytest.raises(ValueError, match=r"decoder\.tree: must be one of"):
         TokenRecyclingDecoder(tree="9.9.9")
-    with pytest.raises(ValueError, match="topk must be"):
+    with pytest.raises(ValueError, match=r"decoder\.topk: must be >= 8"):
         TokenRecyclingDecoder(topk=4)
     assert TokenRecyclingDecoder(topk=10).describe() == {"name": "recycling", "topk": 10, "tree": "2.2.2",
                                                          "tree_nodes": 80}
@@ -181,15 +180,8 @@ def test_prefill_is_plain_unless_it_ends_with_tool_response_text(fixture_adapter
 # ------------------------------------------------------------------------------ replay on the fixture
 
 
-class ConstantToolExecutor:
-    def respond(self, call):
-        return '{"status": "shipped"}'
-
-
 def replay(adapter, session, decoder, **sampling):
-    engine = ReplayEngine(adapter, decoder, ModeledClock(CostProfile.constant(10.0)),
-                          TokenSelector(adapter.protocol, **sampling), ToolCallInjector(ConstantToolExecutor()))
-    return engine.replay(session, load_audio(session.audio_path))
+    return replay_session(adapter, session, decoder, injector=ToolCallInjector(ConstantToolExecutor()), **sampling)
 
 
 SAMPLING = {"greedy": {}, "t0.9": {"temperature": 0.9, "seed": 11}}
@@ -199,10 +191,6 @@ SAMPLING = {"greedy": {}, "t0.9": {"temperature": 0.9, "seed": 11}}
 def ar_traces(fixture_adapter, small_manifest):
     sessions = load_manifest(small_manifest)
     return {mode: [replay(fixture_adapter, s, ARDecoder(), **kw) for s in sessions] for mode, kw in SAMPLING.items()}
-
-
-def outputs(trace):
-    return [c.output for c in trace.chunks]
 
 
 @pytest.mark.parametrize("mode", list(SAMPLING))

@@ -1,31 +1,34 @@
 import math
 
+import pytest
 import torch
 
 from ticktock.adapters.base import UnitProtocol
-from ticktock.decoders.selection import TokenSelector
+from ticktock.decoders.selection import Sampling, SamplingError
 
 P = UnitProtocol(unit_open=0, unit_close=1, listen=2, speak=3, chunk_eos=4, turn_eos=5)
 
 
+def selector(session_id="s", **sampling):
+    return Sampling(**sampling).selector(P, session_id, tools_enabled=True)
+
+
 def test_greedy_respects_the_grammar():
-    sel = TokenSelector(P)
+    sel = selector()
     logits = torch.tensor([9.0, 0, 1, 2, 0, 0, 8, 0])
-    assert sel.choose(logits, []) == 3  # a decision first, even though token 0 scores highest
-    assert sel.choose(logits, [3]) == 6  # content: structural tokens excluded
+    assert sel.choose(logits, [], 0) == 3  # a decision first, even though token 0 scores highest
+    assert sel.choose(logits, [3], 0) == 6  # content: structural tokens excluded
     assert sel.ranked(logits, [], 3) == [3, 2]  # only two decisions exist
 
 
 def test_keyed_sampling_is_deterministic_and_follows_softmax():
     logits = torch.tensor([0.0, 0, 0, 0, -50, -50, 1.0, 2.0, 0.5])
-    sel = TokenSelector(P, temperature=1.0, seed=0)
     prefix = [3]
     counts = torch.zeros(9)
     for session in range(3000):
-        sel.start_session(f"s{session}", True)
-        sel.start_chunk(0)
-        token = sel.choose(logits, prefix)
-        assert token == sel.choose(logits, prefix)  # same key, same sample
+        sel = selector(f"s{session}", temperature=1.0, seed=0)
+        token = sel.choose(logits, prefix, 0)
+        assert token == sel.choose(logits, prefix, 0)  # same key, same sample
         counts[token] += 1
     allowed = torch.tensor([6, 7, 8])
     probs = torch.softmax(logits[[6, 7, 8]], 0)
@@ -34,12 +37,32 @@ def test_keyed_sampling_is_deterministic_and_follows_softmax():
     assert torch.allclose(freq, probs, atol=3 * math.sqrt(0.25 / 3000))
 
 
+def test_the_key_is_the_chunk_the_caller_names_and_nothing_else():
+    logits = torch.tensor([0.0, 0, 0, 0, -50, -50, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    sel = selector(temperature=1.0, seed=4)
+    by_chunk = [[sel.choose(logits, [3] * (1 + p), chunk) for p in range(6)] for chunk in range(8)]
+    assert len({tuple(row) for row in by_chunk}) > 1  # the chunk index is part of the key
+    # asking in another order, or from a fresh selector of the same session, gives the same samples
+    again = selector(temperature=1.0, seed=4)
+    assert [[again.choose(logits, [3] * (1 + p), chunk) for p in range(6)] for chunk in reversed(range(8))] == by_chunk[::-1]
+    other_seed = selector(temperature=1.0, seed=5)
+    assert [[other_seed.choose(logits, [3] * (1 + p), c) for p in range(6)] for c in range(8)] != by_chunk
+
+
 def test_top_k_and_top_p_restrict_the_support():
     logits = torch.tensor([0.0, 0, 0, 0, -50, -50, 3.0, 2.9, 0.1, -5.0])
     for kwargs, support in [({"top_k": 2}, {6, 7}), ({"top_p": 0.5}, {6, 7})]:
-        sel = TokenSelector(P, temperature=1.0, **kwargs)
         seen = set()
         for s in range(300):
-            sel.start_session(str(s), True)
-            seen.add(sel.choose(logits, [3]))
+            seen.add(selector(str(s), temperature=1.0, **kwargs).choose(logits, [3], 0))
         assert seen <= support and len(seen) >= 1
+
+
+@pytest.mark.parametrize("settings, key", [
+    ({"temperature": -1.0}, "sampling.temperature"), ({"temperature": float("nan")}, "sampling.temperature"),
+    ({"top_p": 2.0}, "sampling.top_p"), ({"top_p": 0.0}, "sampling.top_p"), ({"top_k": -5}, "sampling.top_k"),
+    ({"top_k": 1.5}, "sampling.top_k"), ({"seed": "abc"}, "seed"), ({"temperature": "hot"}, "sampling.temperature"),
+])
+def test_bad_sampling_settings_name_the_key(settings, key):
+    with pytest.raises(SamplingError, match=rf"^{key}: must be"):
+        Sampling(**settings)

@@ -8,12 +8,13 @@ import torch
 from ticktock.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.base import ChunkInputs, ChunkStep, DraftTree, IdleWindow, Verification
+from ticktock.decoders.base import DraftTree, Verification
 from ticktock.decoders.pool import HypothesisPool
-from ticktock.decoders.selection import TokenSelector
 from ticktock.decoders.speclisten import Hypotheses, SpeculativeListeningDecoder, realigned_tails
 from ticktock.engine import ReplayEngine
 from ticktock.manifest import Session, Turn, load_manifest
+
+from helpers import outputs, replay
 
 CONFIGS = {
     "speclisten_silence": dict(branches=1, pool=False),
@@ -25,22 +26,12 @@ CONFIGS = {
 }
 
 
-def replay(adapter, session, decoder, forward_ms=10.0, **sampling):
-    engine = ReplayEngine(adapter, decoder, ModeledClock(CostProfile.constant(forward_ms)),
-                          TokenSelector(adapter.protocol, **sampling))
-    return engine.replay(session, load_audio(session.audio_path))
-
-
-def outputs(trace):
-    return [c.output for c in trace.chunks]
-
-
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("forward_ms", [60.0, 0.5])  # budget binding / never binding
 def test_every_config_is_lossless(fixture_adapter, small_manifest, config, forward_ms):
     for session in load_manifest(small_manifest)[:2]:
-        ar = replay(fixture_adapter, session, ARDecoder(), forward_ms)
-        sl = replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS[config]), forward_ms)
+        ar = replay(fixture_adapter, session, ARDecoder(), forward_ms=forward_ms)
+        sl = replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS[config]), forward_ms=forward_ms)
         assert outputs(sl) == outputs(ar)
 
 
@@ -66,25 +57,25 @@ def test_an_exact_hypothesis_needs_one_post_audio_forward_per_chunk(fixture_adap
     for chunk in trace.chunks:
         forwards = [r for r in trace.forwards if r.phase == "post_audio" and r.chunk_index == chunk.span.index]
         assert len(forwards) == 1
-        assert chunk.counters.diagnostics["draft_full_match"] is True
-        assert chunk.counters.diagnostics["draft_source"] == "silence"
-        assert chunk.counters.diagnostics["first_token_changed"] is False
+        assert chunk.counters.draft_full_match is True
+        assert chunk.counters.draft_source == "silence"
+        assert chunk.counters.first_token_changed is False
+        assert chunk.counters.post_audio_forwards == 1 and chunk.counters.lookup_hits == 0
 
 
 def test_idle_drafting_leaves_the_model_exactly_as_before(fixture_adapter, small_manifest):
     session = load_manifest(small_manifest)[0]
     a = fixture_adapter
-    a.start_session(None, session.tools)
-    a.forward([[a.protocol.unit_open], a.encode_audio(load_audio(session.audio_path)[:16_000])])
+    decoder = SpeculativeListeningDecoder(branches=3, pool=True, draft_with_pool=True)
+    replay_state = ReplayEngine(a, decoder, ModeledClock(CostProfile.constant(1.0))).start(session)
+    a.forward([replay_state.inputs_for(0).head, a.encode_audio(load_audio(session.audio_path)[:16_000])])
+    replay_state.commit(0, [a.protocol.listen], tail=[])  # chunk 1 opens: [<|listen|> </unit> <unit>]
     state = a.snapshot()
     probe_before = a.forward([[a.protocol.listen, a.protocol.unit_close]])
     audio_before = a.peek_audio(np.ones(16_000, dtype=np.float32) * 0.01)
     a.restore(state)
-    selector = TokenSelector(a.protocol)
-    selector.start_session("s", True)
-    window = IdleWindow(a, selector, ModeledClock(CostProfile.constant(1.0)).stopwatch(), [], 1, 900.0,
-                        ChunkInputs(head=[a.protocol.listen, a.protocol.unit_close, a.protocol.unit_open]), 16_000, [])
-    SpeculativeListeningDecoder(branches=3, pool=True, draft_with_pool=True).idle(window)
+    decoder.idle(replay_state.idle_window(1, 900.0, 16_000))
+    assert replay_state.counters_for(1).window_forwards > 0
     assert a.cache_length == state.cache_length
     assert torch.equal(a.forward([[a.protocol.listen, a.protocol.unit_close]]), probe_before)
     assert torch.equal(a.peek_audio(np.ones(16_000, dtype=np.float32) * 0.01), audio_before)
@@ -97,7 +88,8 @@ def test_budget_is_checked_between_draft_forwards_and_overrun_is_carried(fixture
     previous_budget = 1000.0  # the wait for chunk 0
     for i, chunk in enumerate(trace.chunks):
         if i:
-            previous_budget = trace.chunks[i - 1].idle_budget_ms
+            previous_budget = trace.chunks[i - 1].timing.idle_budget_ms
+        assert chunk.counters.window_budget_ms == previous_budget
         if previous_budget <= 0:
             assert i not in drafted  # no drafting while lagging
             assert chunk.carried_ms == 0.0
@@ -136,16 +128,18 @@ def test_pool_continuations_are_distinct_and_ranked():
 
 def test_context_match_beats_a_shorter_pool_match_and_branches_form_one_tree(fixture_adapter):
     p = fixture_adapter.protocol
+    session = Session("s", "fdb_v3", Path("x.wav"), 1.0)
     decoder = SpeculativeListeningDecoder(pool=True, lookup_context=True, lookup_branches=2, pool_ngram=3)
-    decoder.start_session(Session("s", "fdb_v3", Path("x.wav"), 1.0))
+    state = ReplayEngine(fixture_adapter, decoder, ModeledClock(CostProfile.constant(1.0))).start(session)
     decoder.pool.add([p.speak, 41, 42])                     # the pool knows "41 -> 42" (a 1-gram match below)
-    history = [30, 40, 41, 50, 51, 30, 40, 41, 60]          # the context knows "30 40 41 -> 60" (a 3-gram match)
-    step = ChunkStep(fixture_adapter, None, None, [], 0, ChunkInputs(head=[]), history, output=[p.speak, 30, 40, 41])
+    state.commit(0, [30, 40, 41, 50, 51, 30, 40, 41, 60], tail=[])  # the context: "30 40 41 -> 60" (a 3-gram match)
+    step = state.chunk_step(1)
+    step.output = [p.speak, 30, 40, 41]
     tree = decoder._lookup_tree(step, room=8)
     assert tree.tokens[0] == 60 and tree.sources[0] == "context"  # the longer match comes first
     assert tree.parents.count(-1) == 2  # the second-best continuation rides as a second branch
     alone = SpeculativeListeningDecoder(pool=True, lookup_context=True, lookup_branches=1, pool_ngram=3)
-    alone.start_session(Session("s", "fdb_v3", Path("x.wav"), 1.0))
+    alone.start_session(session)
     alone.pool = decoder.pool
     assert alone._lookup_tree(step, room=8).parents.count(-1) == 1
 

@@ -10,7 +10,6 @@ from transformers import AutoTokenizer
 from ticktock.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.selection import TokenSelector
 from ticktock.embedded.model import WEIGHTS_DIR, WeightsError, load_embedded_adapter
 from ticktock.engine import ReplayEngine
 from ticktock.injection import ToolCallInjector
@@ -38,10 +37,9 @@ def test_weights_are_small_and_described(embedded_adapter):
 
 def test_ar_equals_a_naive_recompute_on_a_corpus_session(embedded_adapter):
     session = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"), tasks=["llama_questions"])[0]
-    engine = ReplayEngine(embedded_adapter, ARDecoder(), ModeledClock(CostProfile.constant(1.0)),
-                          TokenSelector(embedded_adapter.protocol), max_chunks=8)
+    engine = ReplayEngine(embedded_adapter, ARDecoder(), ModeledClock(CostProfile.constant(1.0)), max_chunks=8)
     trace = engine.replay(session, load_audio(session.audio_path))
-    expected = naive_replay(embedded_adapter, session, TokenSelector(embedded_adapter.protocol), max_chunks=8)
+    expected = naive_replay(embedded_adapter, session, max_chunks=8)
     assert [c.output for c in trace.chunks] == expected
 
 
@@ -51,7 +49,7 @@ def test_audio_of_any_length_works(embedded_adapter, tmp_path):
         soundfile.write(path, np.random.default_rng(0).normal(0, 0.01, int(seconds * 16000)).astype(np.float32), 16000)
         session = Session(f"s{seconds}", "fdb_v1", path, seconds, turns=(Turn("user", "request", "x", 0.0, seconds),))
         engine = ReplayEngine(embedded_adapter, ARDecoder(), ModeledClock(CostProfile.constant(1.0)),
-                              TokenSelector(embedded_adapter.protocol), ToolCallInjector(MockToolExecutor()))
+                              injector=ToolCallInjector(MockToolExecutor()))
         trace = engine.replay(session, load_audio(path))
         assert len(trace.chunks) == int(np.ceil(seconds))  # the final partial chunk is zero-padded
 

@@ -53,3 +53,15 @@ def test_run_json_is_written_atomically_with_identity(tmp_path):
     writer = RunWriter(tmp_path, {"k": 1})
     writer.write_run_json({"status": "running"})
     assert json.loads((tmp_path / "run.json").read_text()) == {"status": "running", "identity": {"k": 1}}
+
+
+def test_fingerprints_are_read_back_and_a_forgotten_session_is_no_longer_complete(tmp_path):
+    writer = RunWriter(tmp_path, {})
+    chunks, session, forwards = rows("a")
+    writer.write_session("a", chunks, {**session, "manifest_sha256": "m1", "audio_sha256": "a1"}, forwards)
+    writer.write_session("b", *rows("b"))  # no fingerprint recorded
+    assert writer.fingerprints() == {"a": {"manifest_sha256": "m1", "audio_sha256": "a1"},
+                                     "b": {"manifest_sha256": None, "audio_sha256": None}}
+    writer.forget("a")
+    assert writer.completed() == {"b"} and not list((tmp_path / "parts").glob(f"{part_key('a')}.*"))
+    assert writer.consolidate()["sessions"] == 1

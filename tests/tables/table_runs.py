@@ -19,15 +19,16 @@ CHUNK_DEFAULTS = {
     "num_output_tokens": 1, "output_token_ids": [7], "output_text": "", "ends_turn": False, "is_onset": False,
     "injected_text": "", "tool_calls_json": "", "num_post_audio_forwards": 1, "post_audio_ms": 100.0,
     "post_audio_wall_ms": 1.0, "carried_ms": 0.0, "lag_before_ms": 0.0, "lag_ms": 0.0, "response_ms": 100.0,
-    "missed_deadline": False, "idle_budget_ms": 900.0, "idle_used_ms": 0.0, "idle_wall_ms": 0.0,
-    "num_draft_forwards": 0, "num_idle_draft_tokens": 0, "num_draft_tokens": 0, "num_accepted_draft_tokens": 0,
-    "draft_source": None, "draft_full_match": None, "first_token_changed": None, "pool_hits": None,
+    "missed_deadline": False, "num_draft_tokens": 0, "num_accepted_draft_tokens": 0, "lookup_hits": 0,
+    "draft_source": None, "draft_full_match": None, "first_token_changed": None, "window_budget_ms": 900.0,
+    "window_used_ms": 0.0, "window_wall_ms": 0.0, "window_forwards": 0, "window_query_tokens": 0,
+    "context_tokens": 0, "evicted_tokens": 0,
 }
 SESSION_DEFAULTS = {
     "task": "llama_questions", "num_chunks": 1, "duration_s": 1.0, "max_lag_ms": 0.0, "mean_lag_ms": 0.0,
     "num_missed_deadlines": 0, "onset_latencies_ms": [], "mean_onset_ms": None, "tool_call_latencies_ms": [],
     "mean_tool_call_ms": None, "speech_text": "", "tool_calls_json": "[]", "expected_json": "{}", "turns_json": "[]",
-    "replay_wall_s": 0.1,
+    "replay_wall_s": 0.1, "manifest_sha256": "0" * 64, "audio_sha256": "1" * 64,
 }
 MODELED = {"name": "modeled", "profile": "test-profile", "profile_device": "Test GPU (derived)",
            "profile_model": "test", "profile_provenance": "DERIVED for tests"}

@@ -5,7 +5,7 @@ import io
 import pytest
 from table_runs import chunk, write_run
 
-from ticktock.tables import build_tables, load_results, print_headline
+from ticktock.tables import build_report, build_tables, load_results, print_headline
 from ticktock.tables.__main__ import main
 
 
@@ -72,12 +72,25 @@ def test_print_headline_prints_exactly_the_three_tables(tmp_path):
 
 
 def test_the_main_job_entry_points(tmp_path, capsys):
-    from ticktock.tables.__main__ import build_report
-    from ticktock.tables.__main__ import print_headline as headline
-    from ticktock.tables.load import load_runs
-
-    results = load_runs([runs(tmp_path / "r")])
-    headline(results)
+    results = load_results([runs(tmp_path / "r")])
+    print_headline(results)
     assert capsys.readouterr().out.count("### ") == 3
     report = build_report(results, tmp_path / "report")
     assert report == tmp_path / "report" / "report.html" and report.is_file()
+
+
+def test_a_truncated_parquet_file_is_named_in_one_line_and_skipped_on_request(tmp_path, capsys):
+    results = runs(tmp_path / "results")
+    broken = results / "sil" / "chunks.parquet"
+    broken.write_bytes(broken.read_bytes()[: broken.stat().st_size // 2])  # a copy cut short
+    assert main([str(results), "--out", str(tmp_path / "a"), "--format", "md"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {broken}: not a readable parquet file ("), err
+    out = tmp_path / "b"
+    assert main([str(results), "--out", str(out), "--skip-bad-runs"]) == 0
+    captured = capsys.readouterr()
+    assert f"warning: skipped: {broken}: not a readable parquet file (" in captured.err
+    assert f"- skipped: {broken}: not a readable parquet file (" in captured.out  # the provenance block
+    assert "2 runs (1 skipped) -> " in captured.out and "| m | speclisten_silence |" not in captured.out
+    assert f"skipped: {broken}: not a readable parquet file" in (out / "report.html").read_text()
+    assert f"skipped: {broken}" in (out / "table2_speak_speedup.md").read_text()

@@ -68,3 +68,13 @@ def test_quality_pools_counts_over_sessions(tmp_path, greedy):
     table = quality_table(load_results([str(tmp_path)]))
     assert table.frame["sessions"].tolist() == [2]
     assert table.frame["qa"][0].startswith("50.0% (1/2)")
+
+
+def test_a_distance_metric_is_shown_as_a_mean_not_a_rate():
+    from collections import Counter
+
+    from ticktock.tables.quality import _rate_text
+
+    counts = Counter(backchannel_jsd_hits=0.5 + 0.25, backchannel_jsd_trials=2, qa_hits=1, qa_trials=2)
+    assert _rate_text(counts, "backchannel_jsd", interval=True) == "0.375 (mean of 2)"
+    assert _rate_text(counts, "qa", interval=False) == "50.0% (1/2)"

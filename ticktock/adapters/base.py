@@ -41,9 +41,6 @@ def hermes_call_text(name: str, arguments: dict) -> str:
     return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
 
-KINDS = ("listen", "speak", "backchannel", "interrupt", "tool", "other")
-
-
 @dataclass(frozen=True)
 class UnitProtocol:
     """Token ids and limits of the unit protocol, plus the decoding grammar shared by every decoder.
@@ -91,6 +88,20 @@ class UnitProtocol:
     @property
     def max_tokens_per_chunk(self) -> int:
         return max(self.max_text_tokens + 3, self.max_tool_tokens)
+
+    def unit_head(self, chunk_index: int) -> list[int]:
+        """The tokens that open chunk ``chunk_index``'s unit, before its audio: ``</unit> <unit>`` (closing
+        the previous chunk's unit), or ``<unit>`` alone for chunk 0. The one definition of the unit layout,
+        used by the replay and by the embedded model's training data alike. (A replay feeds the previous
+        chunk's last output token in front of it, in the same forward.)
+
+        Example::
+
+            >>> p = UnitProtocol(unit_open=1, unit_close=2, listen=3, speak=4, chunk_eos=5, turn_eos=6)
+            >>> p.unit_head(0), p.unit_head(1)
+            ([1], [2, 1])
+        """
+        return [self.unit_close, self.unit_open] if chunk_index else [self.unit_open]
 
     def structural(self) -> frozenset[int]:
         """Tokens that never appear inside a unit's content."""
@@ -224,7 +235,7 @@ class ModelAdapter(ABC):
 
     name: str = "adapter"
     protocol: UnitProtocol
-    sample_rate: int = 16_000
+    context_limit: int | None = None  # positions the model takes (None: unbounded)
 
     @abstractmethod
     def start_session(self, system_prompt: str | None, tools: Sequence[dict]) -> list[int]:
@@ -275,6 +286,22 @@ class ModelAdapter(ABC):
 
     def segment_length(self, segment: Segment) -> int:
         return len(segment)
+
+    def context_policy(self):
+        """How this model keeps a long session within ``context_limit`` (see ``ticktock.context``).
+
+        Default: no policy of its own (``StopAtLimit``): a session that would run past the limit stops with
+        an error naming the session and chunk. An adapter that can evict (``evict``) returns ``EvictOldUnits``.
+        """
+        from ticktock.context import StopAtLimit
+
+        return StopAtLimit(self.context_limit)
+
+    def evict(self, start: int, end: int) -> None:
+        """Remove cache positions [start, end); later entries move down so that position = cache length again
+        (their content stays what it was computed with). Only called by a policy that evicts, at a chunk
+        boundary, never inside a snapshot's lifetime."""
+        raise NotImplementedError(f"model {self.name} cannot evict from its cache")
 
     def tool_response_tokens(self, text: str) -> list[int]:
         """Token ids of an injected tool response: <tool_response>\\n{text}\\n</tool_response>."""

@@ -44,6 +44,8 @@ def build_fixture_adapter(
     max_text_tokens: int = 8,
     max_tool_tokens: int = 24,
     attn_implementation: str = "eager",
+    context_limit: int | None = None,
+    context_reserve: int = 512,
 ) -> HFUnitAdapter:
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -67,4 +69,5 @@ def build_fixture_adapter(
     finally:
         torch.random.set_rng_state(generator_state)
     protocol = protocol_from_tokenizer(tokenizer, max_text_tokens=max_text_tokens, max_tool_tokens=max_tool_tokens)
-    return HFUnitAdapter(model, tokenizer, frontend, protocol, name="fixture", system_prompt="test")
+    return HFUnitAdapter(model, tokenizer, frontend, protocol, name="fixture", system_prompt="test",
+                         context_limit=context_limit, context_reserve=context_reserve)

@@ -79,6 +79,9 @@ class HFUnitAdapter(ModelAdapter):
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
         tools_in_prompt: bool = True,
+        context_limit: int | None = None,
+        context_reserve: int = 512,
+        context_evict_to: float = 0.75,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -95,6 +98,9 @@ class HFUnitAdapter(ModelAdapter):
         self.frontend_state = None
         self._silence: dict[int, torch.Tensor] = {}
         self._fingerprint: str | None = None
+        self.context_limit = context_limit or getattr(model.config, "max_position_embeddings", None)
+        self.context_reserve = context_reserve
+        self.context_evict_to = context_evict_to
 
     # -------------------------------------------------------------------------------------- session
 
@@ -213,6 +219,45 @@ class HFUnitAdapter(ModelAdapter):
         for layer in self.cache.layers:
             layer.keys = torch.cat([layer.keys[..., :start, :], layer.keys.index_select(-2, index)], dim=-2)
             layer.values = torch.cat([layer.values[..., :start, :], layer.values.index_select(-2, index)], dim=-2)
+
+    # -------------------------------------------------------------------------------------- context
+
+    def context_policy(self):
+        """Old whole units are evicted (``EvictOldUnits``) when the model's RoPE can re-position the kept
+        keys exactly (plain rotary embeddings, no attention scaling); otherwise ``StopAtLimit``."""
+        from ticktock.context import EvictOldUnits, StopAtLimit
+
+        if self.context_limit is not None and self._rotary() is not None:
+            return EvictOldUnits(self.context_limit, self.context_reserve, self.context_evict_to)
+        return StopAtLimit(self.context_limit, self.context_reserve)
+
+    def _rotary(self):
+        rotary = getattr(getattr(self.model, "model", None), "rotary_emb", None)
+        if rotary is None or getattr(rotary, "attention_scaling", 1.0) != 1.0 or getattr(rotary, "rope_type", "default") != "default":
+            return None
+        return rotary
+
+    @torch.inference_mode()
+    def evict(self, start: int, end: int) -> None:
+        """Drop cache positions [start, end) and rotate every later key back by ``end - start`` positions
+        (RoPE is a rotation: R(p - d) k = R(-d) R(p) k), so positions stay equal to the cache length."""
+        rotary = self._rotary()
+        if rotary is None:
+            super().evict(start, end)
+        if not 0 <= start <= end <= self.cache_length:
+            raise ValueError(f"cannot evict [{start}, {end}) from a cache of {self.cache_length}")
+        if start == end:
+            return
+        layers = self.cache.layers
+        shift = torch.tensor([[end - start]], device=self.device)
+        cos, sin = rotary(layers[0].keys, shift)  # [1, 1, head_dim]
+        for layer in layers:
+            later = layer.keys[..., end:, :]
+            half = later.shape[-1] // 2
+            rotated_half = torch.cat([-later[..., half:], later[..., :half]], dim=-1)
+            back = later * cos[:, None] - rotated_half * sin[:, None]
+            layer.keys = torch.cat([layer.keys[..., :start, :], back], dim=-2)
+            layer.values = torch.cat([layer.values[..., :start, :], layer.values[..., end:, :]], dim=-2)
 
     # ----------------------------------------------------------------------------------------- text
 

@@ -25,13 +25,16 @@ Example::
 from __future__ import annotations
 
 import bisect
+import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ticktock.clocks.base import Clock, Stopwatch
+from ticktock.errors import ConfigError
 
 
-class ProfileError(ValueError):
+class ProfileError(ConfigError, ValueError):
     """A cost profile file is missing or malformed (the message names the file and field)."""
 
 
@@ -56,14 +59,10 @@ class CostProfile:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        for axis, values in (("query_tokens", self.query_tokens), ("context_tokens", self.context_tokens)):
-            if not values or any(b <= a for a, b in zip(values, values[1:])):
-                raise ProfileError(f"profile {self.name}: '{axis}' must be a non-empty increasing list")
-        rows = len(self.query_tokens)
-        if len(self.forward_table) != rows or any(len(r) != len(self.context_tokens) for r in self.forward_table):
-            raise ProfileError(
-                f"profile {self.name}: 'forward_ms' must be {rows} rows of {len(self.context_tokens)} values"
-            )
+        problem = profile_problem({"query_tokens": self.query_tokens, "context_tokens": self.context_tokens,
+                                   "forward_ms": self.forward_table, "encode_ms": self.encode_ms})
+        if problem:
+            raise ProfileError(f"profile {self.name}: field '{dotted(problem[0])}': {problem[1]}")
 
     def forward_ms(self, query_tokens: int, context_tokens: int) -> float:
         i, wi = _interp(self.query_tokens, query_tokens)
@@ -83,30 +82,41 @@ class CostProfile:
 
     @staticmethod
     def load(path: str | Path) -> "CostProfile":
-        import yaml
+        """Read and validate a profile file; a ``ProfileError`` names the file, the line and the field.
 
+        Example::
+
+            >>> import tempfile
+            >>> path = Path(tempfile.mkdtemp()) / "p.yaml"
+            >>> _ = path.write_text("query_tokens: [1]\\ncontext_tokens: [0]\\nforward_ms:\\n- [-100.0]\\n")
+            >>> CostProfile.load(path)
+            Traceback (most recent call last):
+            ...
+            ticktock.clocks.modeled.ProfileError: .../p.yaml:4: field 'forward_ms[0][0]': must be a finite number >= 0 (milliseconds), got -100.0
+        """
         path = Path(path)
         if not path.is_file():
             raise ProfileError(f"{path}: cost profile not found")
-        data = yaml.safe_load(path.read_text())
+        data, root = _read_yaml(path)
         if not isinstance(data, dict):
-            raise ProfileError(f"{path}: expected a mapping")
-        try:
-            return CostProfile(
-                name=str(data.get("name", path.stem)),
-                query_tokens=[int(v) for v in data["query_tokens"]],
-                context_tokens=[int(v) for v in data["context_tokens"]],
-                forward_table=[[float(v) for v in row] for row in data["forward_ms"]],
-                encode_ms=float(data.get("encode_ms", 0.0)),
-                model=str(data.get("model", "")),
-                device=str(data.get("device", "")),
-                provenance=str(data.get("provenance", "")),
-                extra={k: v for k, v in data.items() if k not in _KNOWN},
-            )
-        except KeyError as err:
-            raise ProfileError(f"{path}: field {err.args[0]!r} missing") from None
-        except (TypeError, ValueError) as err:
-            raise ProfileError(f"{path}: {err}") from None
+            raise ProfileError(f"{path}:1: expected a mapping of the profile's fields, got {type(data).__name__}")
+        problem = profile_problem(data)
+        if problem:
+            keys, message = problem
+            if message == "missing":
+                raise ProfileError(f"{path}: field '{dotted(keys)}' missing")
+            raise ProfileError(f"{path}:{_line_of(root, keys)}: field '{dotted(keys)}': {message}")
+        return CostProfile(
+            name=str(data.get("name", path.stem)),
+            query_tokens=list(data["query_tokens"]),
+            context_tokens=list(data["context_tokens"]),
+            forward_table=[[float(v) for v in row] for row in data["forward_ms"]],
+            encode_ms=float(data.get("encode_ms", 0.0)),
+            model=str(data.get("model", "")),
+            device=str(data.get("device", "")),
+            provenance=str(data.get("provenance", "")),
+            extra={k: v for k, v in data.items() if k not in _KNOWN},
+        )
 
     def to_yaml(self) -> str:
         import yaml
@@ -126,6 +136,101 @@ class CostProfile:
 
 
 _KNOWN = {"name", "model", "device", "provenance", "encode_ms", "query_tokens", "context_tokens", "forward_ms"}
+
+
+def profile_problem(data: dict) -> tuple[tuple, str] | None:
+    """The first problem of a profile's fields, as (field path, what is wrong), or None when they are valid.
+
+    Checked: ``query_tokens`` (integers >= 1) and ``context_tokens`` (integers >= 0) are non-empty and
+    increasing; ``forward_ms`` is one row per query length of one value per context length; every cost
+    (``forward_ms``, ``encode_ms``) is a finite number >= 0.
+
+    Example::
+
+        >>> profile_problem({"query_tokens": [1, 4], "context_tokens": [0], "forward_ms": [[1.0], [2.0]]}) is None
+        True
+        >>> profile_problem({"query_tokens": [1], "context_tokens": [0], "forward_ms": [[1.0]], "encode_ms": -5})
+        (('encode_ms',), 'must be a finite number >= 0 (milliseconds), got -5')
+        >>> profile_problem({"query_tokens": [1, 4], "context_tokens": [0], "forward_ms": [[1.0]]})
+        (('forward_ms',), 'must be 2 rows (one per query_tokens value), got 1')
+    """
+    for key in ("query_tokens", "context_tokens", "forward_ms"):
+        if data.get(key) is None:
+            return (key,), "missing"
+    for key, least in (("query_tokens", 1), ("context_tokens", 0)):
+        problem = _axis_problem(data[key], least)
+        if problem:
+            return (key, *problem[0]), problem[1]
+    rows, columns = len(data["query_tokens"]), len(data["context_tokens"])
+    table = data["forward_ms"]
+    if not isinstance(table, (list, tuple)) or len(table) != rows:
+        got = f"{len(table)}" if isinstance(table, (list, tuple)) else repr(table)
+        return ("forward_ms",), f"must be {rows} rows (one per query_tokens value), got {got}"
+    for i, row in enumerate(table):
+        if not isinstance(row, (list, tuple)) or len(row) != columns:
+            got = f"{len(row)} values" if isinstance(row, (list, tuple)) else repr(row)
+            return ("forward_ms", i), f"must be a row of {columns} values (one per context_tokens value), got {got}"
+        for j, value in enumerate(row):
+            if not _is_cost(value):
+                return ("forward_ms", i, j), f"must be a finite number >= 0 (milliseconds), got {value!r}"
+    encode = data.get("encode_ms", 0.0)
+    if not _is_cost(encode):
+        return ("encode_ms",), f"must be a finite number >= 0 (milliseconds), got {encode!r}"
+    return None
+
+
+def _axis_problem(values, least: int) -> tuple[tuple, str] | None:
+    if not isinstance(values, (list, tuple)) or not values:
+        return (), f"must be a non-empty increasing list of integers >= {least}, got {values!r}"
+    for i, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+            return (i,), f"must be an integer >= {least}, got {value!r}"
+        if i and value <= values[i - 1]:
+            return (i,), f"must be increasing: {value!r} follows {values[i - 1]!r}"
+    return None
+
+
+def _is_cost(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value) and value >= 0
+
+
+def dotted(keys: tuple) -> str:
+    """A field path as written in messages.
+
+    >>> dotted(("forward_ms", 2, 1)), dotted(("encode_ms",))
+    ('forward_ms[2][1]', 'encode_ms')
+    """
+    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else str(k)) for i, k in enumerate(keys))
+
+
+def _read_yaml(path: Path):
+    """The file's data and its YAML node tree (for line numbers); a syntax error names the line and column."""
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ProfileError(f"{where}: not valid YAML ({problem})") from None
+
+
+def _line_of(node, keys: tuple) -> int:
+    """The 1-based line of the node at ``keys`` (or of the deepest node on the way that exists)."""
+    import yaml
+
+    for key in keys:
+        found = None
+        if isinstance(node, yaml.MappingNode):
+            found = next((value for name, value in node.value if name.value == key), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            found = node.value[key]
+        if found is None:
+            break
+        node = found
+    return node.start_mark.line + 1
 
 
 class ModeledStopwatch(Stopwatch):

@@ -11,13 +11,12 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from ticktock.atomic import atomic_write
 from ticktock.audio import SAMPLE_RATE
 
 BACKGROUND_GAIN_DB = -12.0  # level of the second voice ("other") relative to the user
@@ -63,12 +62,6 @@ def write_flac(path: Path, samples: np.ndarray, sample_rate: int = SAMPLE_RATE) 
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_write(path) as tmp:
         soundfile.write(tmp, samples, sample_rate, format="FLAC", subtype="PCM_16")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path

@@ -10,5 +10,4 @@ from ticktock.decoders.base import Decoder
 
 
 class ARDecoder(Decoder):
-    def __init__(self, name: str = "ar"):
-        self.name = name
+    name = "ar"

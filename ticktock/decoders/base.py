@@ -21,17 +21,23 @@ at its parent (greedy argmax, or the keyed sample; see ``selection.py``), commit
 the target's own next token, and compacts the KV cache to the accepted path. Cache convention: after a
 chunk, the cache holds every committed token except the chunk's last one (fed with ``</unit>`` next).
 
-Counters per chunk (raw, rates are derived by the tables): post-audio forwards, tokens committed per
-forward, draft tokens offered for verification, draft tokens accepted, idle draft forwards and tokens.
+Both are built by the session's replay state (``ticktock.session_state``), which owns the history and the
+chunk's inputs: a decoder reads ``step.history`` / ``step.inputs`` and never changes them. Everything
+counted for a chunk goes through one channel, ``step.counters`` (``ChunkCounters``: forwards, draft tokens
+offered and accepted, the audio-pass draft source, lookup hits, the idle window's use), which the
+result rows read as they are. A decoder's settings are a frozen ``DecoderSettings`` dataclass, checked
+in one place (``knob``), and ``describe()`` reports them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Sequence
 
 from ticktock.adapters.base import ModelAdapter, Segment, TreeLayout
 from ticktock.clocks.base import Stopwatch
+from ticktock.errors import ConfigError
 
 
 @dataclass
@@ -137,28 +143,101 @@ class Verification:
     draft: DraftTree
 
 
+POST_AUDIO = "post_audio"
+DRAFT = "draft"
+
+
 @dataclass
 class ChunkCounters:
-    num_draft_tokens: int = 0
-    num_accepted_draft_tokens: int = 0
-    num_idle_forwards: int = 0
-    num_idle_tokens: int = 0
-    diagnostics: dict = field(default_factory=dict)
+    """Everything counted for one chunk, in one place: the result row's counters come only from here.
+
+    Post-audio forwards (after the chunk's audio arrived): ``post_audio_forwards``; ``draft_tokens``
+    offered in them and ``accepted_draft_tokens``; ``lookup_hits``: forwards after the chunk's first (the
+    audio pass) that accepted at least one draft token (the same meaning for every decoder);
+    ``draft_source``: the source of the draft tokens accepted in the audio pass (``"none"`` when a draft
+    was offered there and nothing was accepted; None when no draft was offered).
+
+    The idle window that drafted this chunk (before its audio arrived): ``window_budget_ms`` on the run's
+    clock, ``window_used_ms`` charged in it, ``window_wall_ms`` measured, ``window_forwards`` and the
+    ``window_query_tokens`` they fed.
+
+    Context: ``context_tokens`` in the cache when the chunk's post-audio work began; ``evicted_tokens`` removed
+    from it just before the chunk by the model's context policy (``ticktock.context``).
+
+    Silence-draft outcome (``record_silence_draft``; SL and the oracle probe): ``draft_full_match`` (the
+    draft was complete and equals the output) and ``first_token_changed``; None for other decoders.
+
+    Example::
+
+        >>> c = ChunkCounters(); c.record_silence_draft([3, 9, 4], complete=True, output=[3, 9, 4]); c.draft_full_match
+        True
+    """
+
+    post_audio_forwards: int = 0
+    draft_tokens: int = 0
+    accepted_draft_tokens: int = 0
+    lookup_hits: int = 0
+    draft_source: str | None = None
+    draft_full_match: bool | None = None
+    first_token_changed: bool | None = None
+    window_budget_ms: float = 0.0
+    window_used_ms: float = 0.0
+    window_wall_ms: float = 0.0
+    window_forwards: int = 0
+    window_query_tokens: int = 0
+    context_tokens: int = 0
+    evicted_tokens: int = 0
+
+    def count_forward(self, phase: str, query_tokens: int) -> None:
+        if phase == POST_AUDIO:
+            self.post_audio_forwards += 1
+        else:
+            self.window_forwards += 1
+            self.window_query_tokens += query_tokens
+
+    def count_verification(self, draft: "DraftTree", accepted_nodes: list[int]) -> None:
+        """A post-audio verify forward: what it offered, what it accepted, and from which source."""
+        self.draft_tokens += draft.num_verifiable()
+        self.accepted_draft_tokens += len(accepted_nodes)
+        if self.post_audio_forwards == 1:  # the audio pass
+            if len(draft):
+                self.draft_source = draft.sources[accepted_nodes[0]] if accepted_nodes else "none"
+        elif accepted_nodes:
+            self.lookup_hits += 1
+
+    def record_silence_draft(self, draft: Sequence[int], complete: bool, output: Sequence[int]) -> None:
+        self.draft_full_match = bool(complete) and list(draft) == list(output)
+        self.first_token_changed = list(draft[:1]) != list(output[:1])
 
 
 class Phase:
-    """Timed access to the target model for one phase of work (post-audio, or an idle window)."""
+    """Timed access to the target model for one phase of work on one chunk (post-audio, or its idle window).
 
-    phase_name = "post_audio"
+    Built from the session's replay state (``ticktock.session_state.SessionState``): the adapter, the
+    session's token selector, the forward log and the chunk's counters all come from there.
+    """
 
-    def __init__(self, adapter: ModelAdapter, selector, stopwatch: Stopwatch, log: list, chunk_index: int):
-        self.adapter = adapter
-        self.selector = selector
-        self.protocol = adapter.protocol
+    phase_name = POST_AUDIO
+
+    def __init__(self, state, chunk_index: int, stopwatch: Stopwatch):
+        self.state = state
+        self.adapter: ModelAdapter = state.adapter
+        self.selector = state.selector
+        self.protocol = state.adapter.protocol
         self.stopwatch = stopwatch
-        self.log = log
         self.chunk_index = chunk_index
+        self.counters: ChunkCounters = state.counters_for(chunk_index)
         self.encode_wall_ms = 0.0
+
+    @property
+    def inputs(self) -> ChunkInputs:
+        """The chunk's known inputs (head, tail; ``audio`` once encoded), built once by the session state."""
+        return self.state.inputs_for(self.chunk_index)
+
+    @property
+    def history(self) -> tuple[int, ...]:
+        """The session's text tokens before this chunk's output (audio excluded; read-only)."""
+        return self.state.history
 
     def forward(self, segments, tree: TreeLayout | None = None, logits_from: int = 0, draft_tokens: int = 0):
         import time
@@ -171,9 +250,10 @@ class Phase:
         self.adapter.synchronize()
         wall = (time.perf_counter() - start) * 1000.0
         charged = self.stopwatch.charge_forward(query, context, wall)
-        self.log.append(
+        self.state.forwards.append(
             ForwardRecord(self.chunk_index, self.phase_name, query, context, wall, charged, 0, draft_tokens, tree is not None)
         )
+        self.counters.count_forward(self.phase_name, query)
         return logits
 
     def encode(self, samples, peek: bool = False):
@@ -194,27 +274,21 @@ class Phase:
 class ChunkStep(Phase):
     """Decoding of one chunk's output: ``output`` holds the tokens committed so far.
 
-    The engine makes one per chunk for the post-audio work. ``IdleWindow.decoding`` makes one in the
-    ``draft`` phase, so a decoder can produce a hypothesis output with the same machinery (its forwards
-    are logged and timed as idle work).
+    The engine makes one per chunk for the post-audio work (``SessionState.chunk_step``).
+    ``IdleWindow.decoding`` makes one in the ``draft`` phase, so a decoder can produce a hypothesis output
+    with the same machinery (its forwards are logged and timed as idle work; its verifications are not
+    counted as the chunk's drafts).
     """
 
-    def __init__(self, adapter, selector, stopwatch, log, chunk_index: int, inputs: ChunkInputs, history: list[int],
-                 phase_name: str = "post_audio", output: Sequence[int] = ()):
-        super().__init__(adapter, selector, stopwatch, log, chunk_index)
+    def __init__(self, state, chunk_index: int, stopwatch: Stopwatch, phase_name: str = POST_AUDIO,
+                 output: Sequence[int] = ()):
+        super().__init__(state, chunk_index, stopwatch)
         self.phase_name = phase_name
-        self.inputs = inputs
-        self.history = history  # the session's text tokens before this chunk's output (audio excluded)
         self.output: list[int] = list(output)
-        self.counters = ChunkCounters()
 
     @property
     def done(self) -> bool:
         return self.protocol.is_done(self.output)
-
-    @property
-    def num_forwards(self) -> int:
-        return sum(1 for r in self.log if r.phase == self.phase_name and r.chunk_index == self.chunk_index)
 
     def root_token(self) -> int | None:
         """Token id at the root of the next forward: the last committed token, or on the audio prefill the
@@ -226,11 +300,11 @@ class ChunkStep(Phase):
 
     def context_tokens(self) -> list[int]:
         """The session's committed text tokens so far, this chunk's output included."""
-        return self.history + self.output
+        return [*self.history, *self.output]
 
     def commit(self, tokens: Sequence[int]) -> None:
         self.output.extend(int(t) for t in tokens)
-        self.log[-1].tokens_committed += len(tokens)
+        self.state.forwards[-1].tokens_committed += len(tokens)
 
     def verify(self, prefix: Sequence[Segment], draft: DraftTree | None = None) -> Verification:
         """One forward over ``prefix`` + ``draft``; commit the accepted path and the target's next token."""
@@ -244,15 +318,15 @@ class ChunkStep(Phase):
         kept = path[:-1] if len(committed) == len(path) else path  # the chunk's last token stays out
         self.adapter.keep(start + prefix_length, kept)
         self.commit(committed)
-        self.counters.num_draft_tokens += draft.num_verifiable()
-        self.counters.num_accepted_draft_tokens += len(path)
+        if self.phase_name == POST_AUDIO:
+            self.counters.count_verification(draft, path)
         return Verification(committed, path, logits, draft)
 
     def _walk(self, logits, draft: DraftTree) -> tuple[list[int], list[int]]:
         children = draft.children()
         node, committed, path = -1, [], []
         while True:
-            token = self.selector.choose(logits[node + 1], self.output + committed)
+            token = self.selector.choose(logits[node + 1], self.output + committed, self.chunk_index)
             committed.append(token)
             nxt = children.get(node, {}).get(token)
             if nxt is None:
@@ -282,21 +356,23 @@ def _layout(prefix_length: int, draft: DraftTree) -> TreeLayout:
 
 
 class IdleWindow(Phase):
-    """The idle time after a chunk is done, before the next chunk's audio arrives.
+    """The idle time after a chunk is done, before the next chunk's audio arrives; drafts that chunk.
 
-    ``next_inputs`` are the next chunk's known inputs (no audio yet); ``next_samples`` its length in
-    samples. Work past ``budget_ms`` is carried into the next chunk's post-audio latency by the engine.
+    ``chunk_index`` is the chunk being drafted; ``next_inputs`` are its known inputs (no audio yet: the same
+    object its post-audio step will get); ``next_samples`` its length in samples. Work past ``budget_ms`` is
+    carried into that chunk's post-audio latency by the engine.
     """
 
-    phase_name = "draft"
+    phase_name = DRAFT
 
-    def __init__(self, adapter, selector, stopwatch, log, chunk_index, budget_ms: float, next_inputs: ChunkInputs,
-                 next_samples: int, history: list[int]):
-        super().__init__(adapter, selector, stopwatch, log, chunk_index)
+    def __init__(self, state, chunk_index: int, stopwatch: Stopwatch, budget_ms: float, next_samples: int):
+        super().__init__(state, chunk_index, stopwatch)
         self.budget_ms = budget_ms
-        self.next_inputs = next_inputs
         self.next_samples = next_samples
-        self.history = history
+
+    @property
+    def next_inputs(self) -> ChunkInputs:
+        return self.inputs
 
     def remaining_ms(self) -> float:
         return self.budget_ms - self.elapsed_ms()
@@ -319,18 +395,92 @@ class IdleWindow(Phase):
 
         ``output`` pre-commits tokens without a forward (e.g. a forced runner-up first token).
         """
-        return ChunkStep(self.adapter, self.selector, self.stopwatch, self.log, self.chunk_index, self.next_inputs,
-                         self.history, phase_name=self.phase_name, output=output)
+        return ChunkStep(self.state, self.chunk_index, self.stopwatch, phase_name=self.phase_name, output=output)
+
+
+class DecoderConfigError(ConfigError, ValueError):
+    """A decoder setting is unknown or out of range; the message names the key, the value and what is allowed."""
+
+
+def knob(default, kind: type, minimum: float | None = None, optional: bool = False, choices: tuple = ()):
+    """A decoder setting: a dataclass field with its type, lower bound, null-ability and allowed values."""
+    return field(default=default, metadata={"kind": kind, "minimum": minimum, "optional": optional, "choices": choices})
+
+
+@dataclass(frozen=True)
+class DecoderSettings:
+    """A decoder's settings: one frozen dataclass whose fields are the keys of its config file.
+
+    Every field is declared with ``knob`` and checked here, in one place, when the settings are made;
+    ``check`` adds rules between keys. A bad value is a ``DecoderConfigError`` naming the key.
+
+    Example::
+
+        >>> @dataclass(frozen=True)
+        ... class Knobs(DecoderSettings):
+        ...     width: int = knob(4, int, minimum=1)
+        >>> Knobs.parse({"width": 2})
+        Knobs(width=2)
+        >>> Knobs.parse({"width": 0})
+        Traceback (most recent call last):
+        ...
+        ticktock.decoders.base.DecoderConfigError: decoder.width: must be an integer >= 1, got 0
+        >>> Knobs.parse({"depth": 2})
+        Traceback (most recent call last):
+        ...
+        ticktock.decoders.base.DecoderConfigError: decoder.depth: unknown setting (known: width)
+    """
+
+    def __post_init__(self):
+        for spec in fields(self):
+            _check_knob(spec.name, getattr(self, spec.name), spec.metadata)
+        self.check()
+
+    def check(self) -> None:
+        """Rules between keys (raise ``DecoderConfigError``); none by default."""
+
+    @classmethod
+    def parse(cls, values: dict) -> "DecoderSettings":
+        known = [spec.name for spec in fields(cls)]
+        for key in values:
+            if key not in known:
+                raise DecoderConfigError(f"decoder.{key}: unknown setting (known: {', '.join(known) or 'none'})")
+        return cls(**values)
+
+
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _check_knob(key: str, value, spec) -> None:
+    kind, minimum, optional, choices = spec["kind"], spec["minimum"], spec["optional"], spec["choices"]
+    if value is None and optional:
+        return
+    allowed = _KIND_NAMES[kind] + (f" >= {minimum}" if minimum is not None else "") + (" or null" if optional else "")
+    if choices:
+        allowed = "one of " + ", ".join(map(repr, choices))
+    fits = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+    if kind is float:
+        fits = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not fits or (minimum is not None and value < minimum) or (choices and value not in choices):
+        raise DecoderConfigError(f"decoder.{key}: must be {allowed}, got {value!r}")
 
 
 class Decoder:
     """Base decoder: the draft-and-verify loop. Subclasses override ``propose`` / ``observe`` / ``idle``.
 
     ``lossless``: the decoder commits exactly the tokens AR commits (checked by the tables).
+    ``Settings``: the decoder's settings class; the keyword arguments (a config file's keys) are parsed
+    into ``self.settings`` and ``describe()`` reports them.
     """
 
     name = "decoder"
     lossless = True
+    Settings: type[DecoderSettings] = DecoderSettings
+
+    def __init__(self, name: str | None = None, **settings):
+        if name is not None:
+            self.name = name
+        self.settings = self.Settings.parse(settings)
 
     def start_session(self, session) -> None:
         """Called before a session's first chunk (``session`` is a ticktock.manifest.Session)."""
@@ -352,9 +502,5 @@ class Decoder:
     def idle(self, window: IdleWindow) -> None:
         """Optional work in the idle window."""
 
-    def diagnostics(self, step: ChunkStep) -> dict:
-        """Per-chunk diagnostic columns (draft source, matches, pool hits); merged into the chunk row."""
-        return step.counters.diagnostics
-
     def describe(self) -> dict:
-        return {"name": self.name}
+        return {"name": self.name, **asdict(self.settings)}

@@ -7,7 +7,7 @@ Each forward carries two branches next to the root x0 (the token fed last):
   level-l token of column j sits at position p + l + j and sees B0 columns 0..j and the column-j tokens of
   levels 1..l. In our DraftTree that is exactly a tree: B0 is a chain from the root, and the level-l
   column-j node's parent is the level-(l-1) column-j node (B0 column j for l = 1; the root for j = 0), so
-  position = depth and ancestors = what the original mask shows (decoders.md section 3.3). Window nodes are
+  position = depth and ancestors = what the original mask shows (the official Lookahead implementation). Window nodes are
   non-verifiable: their logits only feed the next level;
 - the *verification branch*: the pool's (N-1)-grams keyed by x0 (up to G, oldest first), verifiable chains
   from the root.
@@ -53,9 +53,10 @@ Example::
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Sequence
 
-from ticktock.decoders.base import Decoder, DraftTree, Verification, trim_draft
+from ticktock.decoders.base import Decoder, DecoderSettings, DraftTree, Verification, knob, trim_draft
 
 
 class NgramPool:
@@ -155,32 +156,34 @@ class JacobiWindow:
             self.levels = [lvl[1:] for lvl in self.levels] + [predictions[1:]]
 
 
+@dataclass(frozen=True)
+class LookaheadSettings(DecoderSettings):
+    level: int = knob(5, int, minimum=3)
+    window: int = knob(7, int, minimum=1)
+    guess: int = knob(7, int, minimum=1)
+    seed: int = knob(10, int)
+
+
 class LookaheadDecoder(Decoder):
     """Lookahead Decoding: Jacobi window + n-gram pool + verification branch, in one forward per step.
 
     Example::
 
         decoder = LookaheadDecoder(level=5, window=7, guess=7, seed=10)
-        trace = ReplayEngine(adapter, decoder, clock, TokenSelector(adapter.protocol)).replay(session, audio)
+        trace = ReplayEngine(adapter, decoder, clock).replay(session, audio)
         # forwards 1-3 of the session warm the window up; afterwards each forward feeds 28 window tokens
         # plus up to 7 guesses of 4 tokens for the last committed token.
     """
 
-    def __init__(self, level: int = 5, window: int = 7, guess: int = 7, seed: int = 10, name: str = "lookahead"):
-        for knob, value, least in (("level", level, 3), ("window", window, 1), ("guess", guess, 1)):
-            if not isinstance(value, int) or value < least:
-                raise ValueError(f"lookahead: {knob} must be an int >= {least}, got {value!r}")
-        if not isinstance(seed, int):
-            raise ValueError(f"lookahead: seed must be an int, got {seed!r}")
-        self.name = name
-        self.level = level
-        self.window_size = window
-        self.guess = guess
-        self.seed = seed
+    name = "lookahead"
+    Settings = LookaheadSettings
+
+    def __init__(self, name: str | None = None, **settings):
+        super().__init__(name, **settings)
         self.start_session(None)
 
     def start_session(self, session) -> None:
-        self.pool = NgramPool(self.guess)
+        self.pool = NgramPool(self.settings.guess)
         self.window: JacobiWindow | None = None  # drawn from the context at the session's first forward
         self._window_nodes: list[list[int]] = []
         self._root: int | None = None
@@ -191,7 +194,6 @@ class LookaheadDecoder(Decoder):
         tree = DraftTree()
         self._window_nodes = self.window.add_to(tree)
         self._root = step.root_token()
-        step.counters.diagnostics.setdefault("pool_hits", 0)  # forwards of the chunk that verified pool n-grams
         if self.window.is_full and self._root is not None:
             self._add_guesses(tree, step)
         return tree
@@ -201,8 +203,6 @@ class LookaheadDecoder(Decoder):
         guesses = self.pool.candidates(self._root)
         for ngram in guesses:
             tree.add_chain(trim_draft(ngram, step.protocol, len(step.output)), source="lookahead")
-        if guesses:
-            step.counters.diagnostics["pool_hits"] += 1
 
     def observe(self, step, result: Verification) -> None:
         newest = [1 + node for node in self._window_nodes[-1]]
@@ -213,11 +213,7 @@ class LookaheadDecoder(Decoder):
         self.window.advance(predictions)
 
     def _initial_window(self, context: Sequence[int], vocab_size: int) -> JacobiWindow:
-        rng = random.Random(self.seed)
-        count = self.window_size + self.level - 3
+        rng = random.Random(self.settings.seed)
+        count = self.settings.window + self.settings.level - 3
         draw = (lambda: rng.choice(context)) if context else (lambda: rng.randrange(vocab_size))
-        return JacobiWindow(self.level, self.window_size, [draw() for _ in range(count)])
-
-    def describe(self) -> dict:
-        return {"name": self.name, "level": self.level, "window": self.window_size, "guess": self.guess,
-                "seed": self.seed}
+        return JacobiWindow(self.settings.level, self.settings.window, [draw() for _ in range(count)])

@@ -89,25 +89,12 @@ class NgramIndex:
                     return tokens[start + n : min(start + n + num_pred, length)]
         return []
 
-    def find(self, suffix: Sequence[int], max_ngram: int, num_pred: int, latest: bool = True) -> list[int]:
-        """Continuation of the longest n-gram ending ``suffix`` found in the indexed tokens (``suffix`` need
-        not be part of them): the latest occurrence with a continuation, or the leftmost (``latest=False``).
-
-        Example::
-
-            >>> index = NgramIndex(2); index.extend([5, 6, 7, 5, 6, 8])
-            >>> index.find([1, 5, 6], max_ngram=2, num_pred=2), index.find([5, 6], 2, 2, latest=False)
-            ([8], [7, 5])
-        """
-        found = self.find_all(suffix, max_ngram, num_pred, limit=1, latest=latest)
-        return found[0][1] if found else []
-
     def find_all(
         self, suffix: Sequence[int], max_ngram: int, num_pred: int, limit: int = 1, latest: bool = True
     ) -> list[tuple[int, list[int]]]:
-        """Up to ``limit`` distinct continuations as ``(n, tokens)``: longest n-gram first, then latest
-        occurrence first (leftmost first with ``latest=False``); a continuation that is a prefix of one
-        already taken is skipped.
+        """Up to ``limit`` distinct continuations, as ``(n, tokens)``, of the n-grams ending ``suffix`` (which
+        need not be part of the indexed tokens): longest n-gram first, then latest occurrence first (leftmost
+        first with ``latest=False``); a continuation that is a prefix of one already taken is skipped.
 
         Example::
 

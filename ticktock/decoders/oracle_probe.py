@@ -14,7 +14,9 @@ from ticktock.decoders.base import ChunkStep, IdleWindow
 
 
 class OracleProbeDecoder(ARDecoder):
-    def __init__(self, name: str = "oracle_probe"):
+    name = "oracle_probe"
+
+    def __init__(self, name: str | None = None):
         super().__init__(name)
         self.silence_output: list[int] | None = None
 
@@ -34,9 +36,5 @@ class OracleProbeDecoder(ARDecoder):
     def decode_chunk(self, step: ChunkStep) -> None:
         super().decode_chunk(step)
         silence, self.silence_output = self.silence_output, None
-        step.counters.diagnostics = {
-            "draft_source": "silence" if silence is not None else "none",
-            "draft_full_match": None if silence is None else silence == step.output,
-            "first_token_changed": None if silence is None else silence[:1] != step.output[:1],
-            "pool_hits": None,
-        }
+        if silence is not None:
+            step.counters.record_silence_draft(silence, complete=True, output=step.output)

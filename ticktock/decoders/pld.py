@@ -14,37 +14,39 @@ forward; we take a plain AR step by default (``dummy_token: null``), which is ne
 
 from __future__ import annotations
 
-from ticktock.decoders.base import Decoder, DraftTree, trim_draft
+from dataclasses import dataclass
+
+from ticktock.decoders.base import Decoder, DecoderSettings, DraftTree, knob, trim_draft
 from ticktock.decoders.ngram import NgramIndex
 
 
+@dataclass(frozen=True)
+class PLDSettings(DecoderSettings):
+    max_ngram: int = knob(3, int, minimum=1)
+    num_pred: int = knob(10, int, minimum=1)
+    allow_short: bool = knob(False, bool)
+    dummy_token: int | None = knob(None, int, minimum=0, optional=True)
+
+
 class PromptLookupDecoder(Decoder):
-    def __init__(self, max_ngram: int = 3, num_pred: int = 10, allow_short: bool = False,
-                 dummy_token: int | None = None, name: str = "pld"):
-        if max_ngram < 1 or num_pred < 1:
-            raise ValueError(f"pld: max_ngram and num_pred must be >= 1, got {max_ngram}, {num_pred}")
-        self.name = name
-        self.max_ngram = max_ngram
-        self.num_pred = num_pred
-        self.allow_short = allow_short
-        self.dummy_token = dummy_token
-        self.index = NgramIndex(max_ngram)
+    name = "pld"
+    Settings = PLDSettings
+
+    def __init__(self, name: str | None = None, **settings):
+        super().__init__(name, **settings)
+        self.index = NgramIndex(self.settings.max_ngram)
 
     def start_session(self, session) -> None:
-        self.index = NgramIndex(self.max_ngram)
+        self.index = NgramIndex(self.settings.max_ngram)
 
     def propose(self, step) -> DraftTree | None:
         self.index.sync(step.context_tokens())
-        found = self.index.lookup(self.max_ngram, self.num_pred, self.allow_short)
+        found = self.index.lookup(self.settings.max_ngram, self.settings.num_pred, self.settings.allow_short)
         draft = trim_draft(found, step.protocol, len(step.output))
-        if not draft and self.dummy_token is not None:
-            draft = [self.dummy_token]
+        if not draft and self.settings.dummy_token is not None:
+            draft = [self.settings.dummy_token]
         if not draft:
             return None
         tree = DraftTree()
         tree.add_chain(draft, source="pld")
         return tree
-
-    def describe(self) -> dict:
-        return {"name": self.name, "max_ngram": self.max_ngram, "num_pred": self.num_pred,
-                "allow_short": self.allow_short, "dummy_token": self.dummy_token}

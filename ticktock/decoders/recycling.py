@@ -53,10 +53,10 @@ from typing import Mapping
 
 import torch
 
-from ticktock.decoders.base import Decoder, DraftTree, Verification
+from ticktock.decoders.base import Decoder, DecoderConfigError, DecoderSettings, DraftTree, Verification, knob
 
 # Static tree templates as data: rank path of a parent -> number of children (ranks 0..n-1 below it).
-# "2.2.2" is the TR default (tree_template_.py); decoders.md section 2.1 lists the same counts.
+# "2.2.2" is the TR default (the official Token Recycling code's tree_template_.py lists the same counts).
 TREE_TEMPLATES: dict[str, dict[tuple[int, ...], int]] = {
     "2.2.2": {
         (): 8,
@@ -204,26 +204,34 @@ def rows_to_refresh(root: int, draft: DraftTree, accepted_nodes: list[int]) -> d
     return dict(order)
 
 
+@dataclass(frozen=True)
+class RecyclingSettings(DecoderSettings):
+    topk: int = knob(8, int, minimum=1)
+    tree: str = knob("2.2.2", str, choices=tuple(TREE_TEMPLATES))
+
+    def check(self) -> None:
+        width = TreeTemplate.named(self.tree).width
+        if self.topk < width:
+            raise DecoderConfigError(f"decoder.topk: must be >= {width} (tree {self.tree!r} uses successor ranks up to "
+                                     f"{width - 1}), got {self.topk}")
+
+
 class TokenRecyclingDecoder(Decoder):
     """Token Recycling: drafts from an adjacency matrix of recycled top-k candidates, on a static tree.
 
     Example (the adjacency matrix is shared by every session of a run)::
 
         decoder = TokenRecyclingDecoder(topk=8, tree="2.2.2")
-        engine = ReplayEngine(adapter, decoder, clock, TokenSelector(adapter.protocol))
+        engine = ReplayEngine(adapter, decoder, clock)
         engine.replay(session_a, audio_a); engine.replay(session_b, audio_b)   # b starts with a's matrix
     """
 
-    def __init__(self, topk: int = 8, tree: str = "2.2.2", name: str = "recycling"):
-        self.template = TreeTemplate.named(tree)
-        if not isinstance(topk, int) or topk < self.template.width:
-            raise ValueError(
-                f"recycling: topk must be an int >= {self.template.width} (tree {tree!r} uses successor ranks "
-                f"up to {self.template.width - 1}), got {topk!r}"
-            )
-        self.name = name
-        self.topk = topk
-        self.tree = tree
+    name = "recycling"
+    Settings = RecyclingSettings
+
+    def __init__(self, name: str | None = None, **settings):
+        super().__init__(name, **settings)
+        self.template = TreeTemplate.named(self.settings.tree)
         self.adjacency: torch.Tensor | None = None  # [V, topk] int32, allocated at the first forward
         self._root: int | None = None
 
@@ -246,15 +254,15 @@ class TokenRecyclingDecoder(Decoder):
         rows = rows_to_refresh(self._root, result.draft, result.accepted_nodes)
         tokens = torch.as_tensor(list(rows.keys()), dtype=torch.long)
         index = torch.as_tensor(list(rows.values()), dtype=torch.long, device=result.logits.device)
-        top = result.logits[index].topk(self.topk, dim=-1).indices
+        top = result.logits[index].topk(self.settings.topk, dim=-1).indices
         self.adjacency[tokens] = top.to(device="cpu", dtype=torch.int32)
 
     def _adjacency(self, vocab_size: int) -> torch.Tensor:
         if self.adjacency is None or self.adjacency.shape[0] != vocab_size:
-            if vocab_size < self.topk:
-                raise ValueError(f"recycling: topk={self.topk} exceeds the vocabulary size {vocab_size}")
-            self.adjacency = torch.zeros(vocab_size, self.topk, dtype=torch.int32)
+            if vocab_size < self.settings.topk:
+                raise ValueError(f"recycling: topk={self.settings.topk} exceeds the vocabulary size {vocab_size}")
+            self.adjacency = torch.zeros(vocab_size, self.settings.topk, dtype=torch.int32)
         return self.adjacency
 
     def describe(self) -> dict:
-        return {"name": self.name, "topk": self.topk, "tree": self.tree, "tree_nodes": len(self.template)}
+        return {**super().describe(), "tree_nodes": len(self.template)}

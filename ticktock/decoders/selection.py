@@ -7,60 +7,95 @@ a lossless speculative decoder that "samples from the target at each position an
 sample equals the draft token" commits exactly the tokens AR sampling commits with the same seed, and
 the output distribution is the model's (each position gets fresh, independent noise).
 
+The key is explicit: the selector is made for one session (``Sampling.selector``), and every ``choose``
+names the chunk it decides for, so no caller sets hidden state before asking.
+
 Example::
 
     >>> import torch
     >>> from ticktock.adapters.base import UnitProtocol
     >>> p = UnitProtocol(unit_open=0, unit_close=1, listen=2, speak=3, chunk_eos=4, turn_eos=5)
-    >>> sel = TokenSelector(p)
-    >>> sel.choose(torch.tensor([0., 0., 1., 3., 9., 0.]), prefix=[])   # grammar: a decision first
+    >>> sel = Sampling().selector(p, session_id="s1", tools_enabled=False)
+    >>> sel.choose(torch.tensor([0., 0., 1., 3., 9., 0.]), prefix=[], chunk_index=0)   # grammar: a decision first
     3
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
 from ticktock.adapters.base import UnitProtocol
+from ticktock.errors import ConfigError
 
 
-class TokenSelector:
-    def __init__(
-        self,
-        protocol: UnitProtocol,
-        temperature: float = 0.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        seed: int = 0,
-    ):
-        if temperature < 0:
-            raise ValueError(f"sampling.temperature must be >= 0, got {temperature}")
-        if not 0 < top_p <= 1:
-            raise ValueError(f"sampling.top_p must be in (0, 1], got {top_p}")
-        self.protocol = protocol
-        self.temperature = float(temperature)
-        self.top_k = int(top_k or 0)
-        self.top_p = float(top_p)
-        self.seed = int(seed)
-        self.tools_enabled = True
-        self.session_key = 0
-        self.chunk_index = 0
-        self._masks: dict[tuple[str, frozenset[int], int], torch.Tensor] = {}
+class SamplingError(ConfigError, ValueError):
+    """A sampling setting is out of range (the message names the key and what is allowed)."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The run's sampling settings (config ``sampling.*`` and the run's ``seed``), validated once.
+
+    Example::
+
+        >>> Sampling(temperature=0.7, top_p=0.9, seed=3).greedy
+        False
+        >>> Sampling(top_p=2.0)
+        Traceback (most recent call last):
+        ...
+        ticktock.decoders.selection.SamplingError: sampling.top_p: must be in (0, 1], got 2.0
+    """
+
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self):
+        _check_number("sampling.temperature", self.temperature, "a number >= 0", lambda v: v >= 0)
+        _check_number("sampling.top_p", self.top_p, "in (0, 1]", lambda v: 0 < v <= 1)
+        _check_int("sampling.top_k", self.top_k, "an integer >= 0 (0: off)", lambda v: v >= 0)
+        _check_int("seed", self.seed, "an integer", lambda v: True)
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
 
-    def start_session(self, session_id: str, tools_enabled: bool) -> None:
-        digest = hashlib.sha256(f"{self.seed}:{session_id}".encode()).digest()
-        self.session_key = int.from_bytes(digest[:6], "little")
-        self.tools_enabled = tools_enabled
+    def selector(self, protocol: UnitProtocol, session_id: str, tools_enabled: bool) -> "TokenSelector":
+        """The token selector of one session (its samples are keyed by the seed and ``session_id``)."""
+        return TokenSelector(protocol, self, session_id, tools_enabled)
 
-    def start_chunk(self, chunk_index: int) -> None:
-        self.chunk_index = chunk_index
+
+def _check_number(key: str, value, allowed: str, ok) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
+        raise SamplingError(f"{key}: must be {allowed}, got {value!r}")
+
+
+def _check_int(key: str, value, allowed: str, ok) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not ok(value):
+        raise SamplingError(f"{key}: must be {allowed}, got {value!r}")
+
+
+class TokenSelector:
+    """Chooses the committed token of one session's positions: grammar, then greedy or keyed sampling."""
+
+    def __init__(self, protocol: UnitProtocol, sampling: Sampling = Sampling(), session_id: str = "",
+                 tools_enabled: bool = True):
+        self.protocol = protocol
+        self.sampling = sampling
+        self.tools_enabled = tools_enabled
+        digest = hashlib.sha256(f"{sampling.seed}:{session_id}".encode()).digest()
+        self.session_key = int.from_bytes(digest[:6], "little")
+        self._masks: dict[tuple[str, frozenset[int], int], torch.Tensor] = {}
+
+    @property
+    def greedy(self) -> bool:
+        return self.sampling.greedy
 
     def _mask(self, prefix: Sequence[int], vocab: int, device) -> torch.Tensor:
         mode, ids = self.protocol.allowed(prefix, self.tools_enabled)
@@ -77,12 +112,14 @@ class TokenSelector:
         """Logits with the grammar applied (disallowed tokens at -inf)."""
         return logits.masked_fill(~self._mask(prefix, logits.shape[-1], logits.device), float("-inf"))
 
-    def choose(self, logits: torch.Tensor, prefix: Sequence[int]) -> int:
-        """The token committed after ``prefix`` (the chunk's tokens so far) given this row of logits."""
+    def choose(self, logits: torch.Tensor, prefix: Sequence[int], chunk_index: int) -> int:
+        """The token committed in chunk ``chunk_index`` after ``prefix`` (the chunk's tokens so far), given
+        this row of logits. Under sampling the noise is keyed by (seed, session, chunk_index, len(prefix))."""
         scores = self.masked(logits, prefix)
         if self.greedy:
             return int(scores.argmax())
-        return int((self._filtered(scores / self.temperature) + self._gumbel(len(prefix), scores)).argmax())
+        noise = self._gumbel(chunk_index, len(prefix), scores)
+        return int((self._filtered(scores / self.sampling.temperature) + noise).argmax())
 
     def ranked(self, logits: torch.Tensor, prefix: Sequence[int], k: int) -> list[int]:
         """The k best tokens under the grammar (greedy ranking), best first."""
@@ -91,19 +128,20 @@ class TokenSelector:
         return [int(i) for i in scores.topk(k).indices]
 
     def _filtered(self, scores: torch.Tensor) -> torch.Tensor:
-        if self.top_k > 0 and self.top_k < scores.shape[-1]:
-            threshold = scores.topk(self.top_k).values[-1]
+        top_k, top_p = self.sampling.top_k, self.sampling.top_p
+        if 0 < top_k < scores.shape[-1]:
+            threshold = scores.topk(top_k).values[-1]
             scores = scores.masked_fill(scores < threshold, float("-inf"))
-        if self.top_p < 1.0:
+        if top_p < 1.0:
             ordered, order = scores.sort(descending=True)
             cumulative = ordered.softmax(-1).cumsum(-1)
-            drop = cumulative - ordered.softmax(-1) >= self.top_p  # keep the smallest set reaching top_p
+            drop = cumulative - ordered.softmax(-1) >= top_p  # keep the smallest set reaching top_p
             scores = scores.clone()
             scores[order[drop]] = float("-inf")
         return scores
 
-    def _gumbel(self, position: int, like: torch.Tensor) -> torch.Tensor:
+    def _gumbel(self, chunk_index: int, position: int, like: torch.Tensor) -> torch.Tensor:
         generator = torch.Generator(device="cpu")
-        generator.manual_seed(hash((self.session_key, self.chunk_index, position)) & 0x7FFF_FFFF_FFFF_FFFF)
+        generator.manual_seed(hash((self.session_key, chunk_index, position)) & 0x7FFF_FFFF_FFFF_FFFF)
         uniform = torch.rand(like.shape[-1], generator=generator, dtype=torch.float64).clamp_(1e-12, 1 - 1e-12)
         return (-(-uniform.log()).log()).to(device=like.device, dtype=like.dtype)

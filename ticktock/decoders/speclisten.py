@@ -33,18 +33,19 @@ draft's tail after the target's correction token (``realigned_tails``: one token
 or dropped), so a draft that differs from the output in one argument value (a digit, a name) is not
 lost past the difference.
 
-Per-chunk diagnostics: ``draft_source`` (silence / runner_up / branch / pool / context / schema / realign / none: what supplied the
-accepted draft tokens), ``draft_full_match`` (the silence draft was complete and equals the output),
-``first_token_changed`` (the output's first token differs from the silence draft's), ``pool_hits``
-(post-audio forwards after the first whose lookup draft, from the pool, context, schemas or a realigned
-tail, had at least one token accepted).
+Per-chunk counters (``ChunkCounters``): ``draft_source`` (silence / runner_up / branch / pool, or none:
+what supplied the draft tokens accepted in the audio pass), ``draft_full_match`` (the silence draft was
+complete and equals the output), ``first_token_changed`` (the output's first token differs from the
+silence draft's), ``lookup_hits`` (later forwards whose lookup draft, from the pool, context, schemas
+or a realigned tail, had at least one token accepted).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ticktock.decoders.base import ChunkStep, Decoder, DraftTree, IdleWindow, Verification, trim_draft
+from ticktock.decoders.base import (ChunkStep, Decoder, DecoderConfigError, DecoderSettings, DraftTree, IdleWindow,
+                                    Verification, knob, trim_draft)
 from ticktock.decoders.call_schema import CallDrafter, call_patterns
 from ticktock.decoders.ngram import NgramIndex
 from ticktock.decoders.pool import HypothesisPool
@@ -103,51 +104,42 @@ class Hypotheses:
         return tree
 
 
+@dataclass(frozen=True)
+class SpecListenSettings(DecoderSettings):
+    """The knobs of ``configs/decoder/speclisten*.yaml`` (see the module docstring for what each does)."""
+
+    branches: int = knob(2, int, minimum=1)
+    pool: bool = knob(True, bool)
+    pool_ngram: int = knob(4, int, minimum=1)
+    draft_token_cap: int | None = knob(None, int, minimum=1, optional=True)
+    pool_max_tokens: int = knob(96, int, minimum=1)
+    draft_with_pool: bool = knob(False, bool)
+    lookup_context: bool = knob(False, bool)
+    fresh_silence: bool = knob(False, bool)
+    realign: bool = knob(False, bool)
+    lookup_branches: int = knob(1, int, minimum=1)
+    lookup_tools: bool = knob(False, bool)
+
+    def check(self) -> None:
+        if self.draft_with_pool and not self.pool:
+            raise DecoderConfigError("decoder.draft_with_pool: true needs decoder.pool: true")
+
+
 class SpeculativeListeningDecoder(Decoder):
-    def __init__(
-        self,
-        branches: int = 2,
-        pool: bool = True,
-        pool_ngram: int = 4,
-        draft_token_cap: int | None = None,
-        pool_max_tokens: int = 96,
-        draft_with_pool: bool = False,
-        lookup_context: bool = False,
-        fresh_silence: bool = False,
-        realign: bool = False,
-        lookup_branches: int = 1,
-        lookup_tools: bool = False,
-        name: str = "speclisten",
-    ):
-        if branches < 1:
-            raise ValueError(f"speclisten: branches must be >= 1, got {branches}")
-        if draft_token_cap is not None and draft_token_cap < 1:
-            raise ValueError(f"speclisten: draft_token_cap must be >= 1 or null, got {draft_token_cap}")
-        if lookup_branches < 1:
-            raise ValueError(f"speclisten: lookup_branches must be >= 1, got {lookup_branches}")
-        if draft_with_pool and not pool:
-            raise ValueError("speclisten: draft_with_pool needs pool: true")
-        self.name = name
-        self.branches = branches
-        self.use_pool = pool
-        self.pool_ngram = pool_ngram
-        self.draft_token_cap = draft_token_cap
-        self.pool_max_tokens = pool_max_tokens
-        self.draft_with_pool = draft_with_pool
-        self.lookup_context = lookup_context
-        self.fresh_silence = fresh_silence
-        self.realign = realign
-        self.lookup_branches = lookup_branches
-        self.lookup_tools = lookup_tools
+    name = "speclisten"
+    Settings = SpecListenSettings
+
+    def __init__(self, name: str | None = None, **settings):
+        super().__init__(name, **settings)
         self.tools: tuple[dict, ...] = ()
         self.call_drafter: CallDrafter | None = None
-        self.pool = HypothesisPool(pool_ngram)
-        self.context = NgramIndex(pool_ngram)
+        self.pool = HypothesisPool(self.settings.pool_ngram)
+        self.context = NgramIndex(self.settings.pool_ngram)
         self.pending: Hypotheses | None = None
 
     def start_session(self, session) -> None:
-        self.pool = HypothesisPool(self.pool_ngram)
-        self.context = NgramIndex(self.pool_ngram)
+        self.pool = HypothesisPool(self.settings.pool_ngram)
+        self.context = NgramIndex(self.settings.pool_ngram)
         self.pending = None
         self.tools = tuple(session.tools)
         self.call_drafter = None
@@ -157,12 +149,12 @@ class SpeculativeListeningDecoder(Decoder):
     def idle(self, window: IdleWindow) -> None:
         adapter = window.adapter
         state = adapter.snapshot()
-        prefix = window.next_inputs.segments(window.silence(fresh=self.fresh_silence))
+        prefix = window.next_inputs.segments(window.silence(fresh=self.settings.fresh_silence))
         prefix_end = state.cache_length + sum(adapter.segment_length(s) for s in prefix)
         main = window.decoding()
         stale = self._stale_hypotheses()
         first = main.verify(prefix, self._trimmed(stale.tree(), main) if stale else None)
-        ranked = window.selector.ranked(first.logits[0], [], self.branches)
+        ranked = window.selector.ranked(first.logits[0], [], self.settings.branches)
         hypotheses = Hypotheses(main=self._extend(window, main))
         hypotheses.main_complete = main.done
         for token in ranked[1:]:
@@ -171,20 +163,20 @@ class SpeculativeListeningDecoder(Decoder):
             adapter.keep(prefix_end, [])  # back to the end of the silence prefill
             hypotheses.branches.append(self._extend(window, window.decoding(output=[token])))
         adapter.restore(state)
-        if self.draft_with_pool and not hypotheses.main_complete:
+        if self.settings.draft_with_pool and not hypotheses.main_complete:
             hypotheses.main += self._pool_draft(hypotheses.main, window.protocol)
         for draft in [hypotheses.main, *hypotheses.branches]:
-            if self.use_pool:
+            if self.settings.pool:
                 self.pool.add(draft)
         self.pending = hypotheses
 
     def _extend(self, window: IdleWindow, hypothesis: ChunkStep) -> list[int]:
         """Greedy decoding of a hypothesis until it ends, hits the cap, or the budget is spent."""
-        cap = self.draft_token_cap or window.protocol.max_tokens_per_chunk
+        cap = self.settings.draft_token_cap or window.protocol.max_tokens_per_chunk
         last = None
         while not hypothesis.done and len(hypothesis.output) < cap and window.remaining_ms() > 0:
             draft = None
-            if self.draft_with_pool:
+            if self.settings.draft_with_pool:
                 draft = self._next_draft(hypothesis, cap - len(hypothesis.output) - 1, last)
             last = hypothesis.verify([[hypothesis.output[-1]]], draft)
         return hypothesis.output[:cap]
@@ -196,18 +188,15 @@ class SpeculativeListeningDecoder(Decoder):
         self.pending = None
         tree = self._trimmed(hypotheses.tree(), step) if hypotheses else None
         result = step.verify(step.inputs.segments(), tree)
-        sources = {tree.sources[i] for i in result.accepted_nodes} if tree is not None else set()
-        pool_hits = 0
         while not step.done:
             room = step.protocol.max_tokens_per_chunk - len(step.output) - 1
-            draft = self._next_draft(step, room, result)
-            result = step.verify([[step.output[-1]]], draft)
-            if draft is not None and result.accepted_nodes:
-                pool_hits += 1
-        step.counters.diagnostics = self._diagnostics(hypotheses, step.output, sources, pool_hits)
+            result = step.verify([[step.output[-1]]], self._next_draft(step, room, result))
+        if hypotheses is not None and hypotheses.main:
+            complete = hypotheses.fresh and hypotheses.main_complete
+            step.counters.record_silence_draft(hypotheses.main, complete, step.output)
 
     def _stale_hypotheses(self) -> Hypotheses | None:
-        if not (self.use_pool and self.draft_with_pool and len(self.pool)):
+        if not (self.settings.pool and self.settings.draft_with_pool and len(self.pool)):
             return None
         return Hypotheses(main=list(self.pool.latest()), fresh=False)
 
@@ -230,11 +219,12 @@ class SpeculativeListeningDecoder(Decoder):
     def _next_draft(self, step: ChunkStep, room: int, last: Verification | None) -> DraftTree | None:
         """The lookup tree (pool, context, schemas), plus with ``realign`` the last rejected draft's tails; None
         when no source is enabled or none has a draft."""
-        tree = self._lookup_tree(step, room) if self.use_pool or self.lookup_context or self.lookup_tools else None
-        if not (self.realign and last is not None):
+        knobs = self.settings
+        tree = self._lookup_tree(step, room) if knobs.pool or knobs.lookup_context or knobs.lookup_tools else None
+        if not (self.settings.realign and last is not None):
             return tree
         tree = tree or DraftTree()
-        for tail in realigned_tails(last, min(room, self.pool_max_tokens)):
+        for tail in realigned_tails(last, min(room, self.settings.pool_max_tokens)):
             tail = trim_draft(tail, step.protocol, len(step.output))
             if tail:
                 tree.add_chain(tail, source="realign")
@@ -252,20 +242,20 @@ class SpeculativeListeningDecoder(Decoder):
         """
         if room <= 0 or not step.output:
             return None
-        limit = min(room, self.pool_max_tokens)
+        limit = min(room, self.settings.pool_max_tokens)
         found = [(n, 1, tokens, "pool") for n, tokens in
-                 self.pool.continuations(step.output, limit, len(step.output), self.lookup_branches)]
-        if self.lookup_context:
+                 self.pool.continuations(step.output, limit, len(step.output), self.settings.lookup_branches)]
+        if self.settings.lookup_context:
             self.context.sync(step.history)
             found += [(n, 0, tokens, "context") for n, tokens in
-                      self.context.find_all(step.context_tokens(), self.pool_ngram, limit, self.lookup_branches)]
+                      self.context.find_all(step.context_tokens(), self.settings.pool_ngram, limit, self.settings.lookup_branches)]
         found.sort(key=lambda match: match[:2], reverse=True)
-        chains = [(tokens, source) for _, _, tokens, source in found[: self.lookup_branches]]
-        if self.lookup_tools:
+        chains = [(tokens, source) for _, _, tokens, source in found[: self.settings.lookup_branches]]
+        if self.settings.lookup_tools:
             chains = [(tokens, "schema") for tokens in self._schema_drafts(step, limit)] + chains
         tree = DraftTree()
         for tokens, source in chains:
-            tokens = trim_draft(tokens, step.protocol, len(step.output))[: self.pool_max_tokens - len(tree)]
+            tokens = trim_draft(tokens, step.protocol, len(step.output))[: self.settings.pool_max_tokens - len(tree)]
             tree.add_chain(tokens, source=source)
         return tree if len(tree) else None
 
@@ -275,35 +265,10 @@ class SpeculativeListeningDecoder(Decoder):
             return []
         if self.call_drafter is None:
             self.call_drafter = CallDrafter(call_patterns(step.adapter, self.tools), step.protocol.tool_call_open)
-        return self.call_drafter.drafts(step.output, limit)[: self.lookup_branches]
+        return self.call_drafter.drafts(step.output, limit)[: self.settings.lookup_branches]
 
     def _pool_draft(self, tokens: list[int], protocol) -> list[int]:
         room = protocol.max_tokens_per_chunk - len(tokens) - 1
         if not tokens or room <= 0:
             return []
         return trim_draft(self.pool.continuation(tokens, room, position=len(tokens)), protocol, len(tokens))
-
-    @staticmethod
-    def _diagnostics(hypotheses: Hypotheses | None, output: list[int], sources: set[str], pool_hits: int) -> dict:
-        if hypotheses is None or not hypotheses.main:
-            source = "pool" if pool_hits else "none"
-            return {"draft_source": source, "draft_full_match": None, "first_token_changed": None, "pool_hits": pool_hits}
-        for name in ("silence", "runner_up", "branch", "pool", "context", "schema", "realign"):
-            if name in sources:
-                source = name
-                break
-        else:
-            source = "pool" if pool_hits else "none"
-        return {
-            "draft_source": source,
-            "draft_full_match": hypotheses.fresh and hypotheses.main_complete and hypotheses.main == output,
-            "first_token_changed": hypotheses.main[0] != output[0],
-            "pool_hits": pool_hits,
-        }
-
-    def describe(self) -> dict:
-        return {"name": self.name, "branches": self.branches, "pool": self.use_pool, "pool_ngram": self.pool_ngram,
-                "draft_token_cap": self.draft_token_cap, "pool_max_tokens": self.pool_max_tokens,
-                "draft_with_pool": self.draft_with_pool, "lookup_context": self.lookup_context,
-                "fresh_silence": self.fresh_silence, "realign": self.realign,
-                "lookup_branches": self.lookup_branches, "lookup_tools": self.lookup_tools}

@@ -47,8 +47,7 @@ def layout(prompt: list[int], plans, protocol, embeds_per_chunk: int) -> tuple[l
     """Token ids (AUDIO for audio slots) and labels of a planned session."""
     tokens, labels = list(prompt), [IGNORE] * len(prompt)
     for t, plan in enumerate(plans):
-        head = ([protocol.unit_close] if t else []) + [protocol.unit_open]
-        known = head + [AUDIO] * embeds_per_chunk + list(plan.tail)
+        known = protocol.unit_head(t) + [AUDIO] * embeds_per_chunk + list(plan.tail)
         tokens += known
         labels += [IGNORE] * len(known)
         labels[-1] = plan.output[0]

@@ -26,7 +26,6 @@ import torch
 from ticktock.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.selection import TokenSelector
 from ticktock.embedded.model import load_embedded_adapter
 from ticktock.engine import ReplayEngine
 from ticktock.injection import ToolCallInjector
@@ -70,8 +69,8 @@ def speed(adapter, repeats: int = 50) -> dict:
 
 
 def replay_all(adapter, sessions) -> list[dict]:
-    engine = ReplayEngine(adapter, ARDecoder(), ModeledClock(CostProfile.constant(1.0)), TokenSelector(adapter.protocol),
-                          ToolCallInjector(MockToolExecutor()))
+    engine = ReplayEngine(adapter, ARDecoder(), ModeledClock(CostProfile.constant(1.0)),
+                          injector=ToolCallInjector(MockToolExecutor()))
     labels = {"run_id": "eval", "model": adapter.name, "decoder": "ar", "clock": "modeled"}
     results = []
     for session in sessions:

@@ -2,11 +2,12 @@
 
 A model folder holds::
 
-    config.json, model.safetensors      the LLM (transformers save_pretrained)
-    frontend.safetensors                the streaming audio front-end's weights
-    tokenizer.json (+ tokenizer_config.json, special_tokens_map.json)   loadable with AutoTokenizer
-    ticktock.json                       front-end config, unit-protocol limits, system prompt, prompt template
-    MODEL_CARD.md                       what it is, how it was trained, how well it does
+    config.json, generation_config.json, model.safetensors   the LLM (transformers save_pretrained)
+    frontend.safetensors                    the streaming audio front-end's weights
+    tokenizer.json, tokenizer_config.json   loadable with AutoTokenizer
+    ticktock.json                           front-end config, unit-protocol limits, system prompt, prompt template
+    training_log.csv, loss.png              the training curves (``ticktock.embedded.train``)
+    MODEL_CARD.md                           what it is, how it was trained, how well it does
 
 Example::
 
@@ -74,10 +75,10 @@ def build_model(tokenizer, arch: Architecture, seed: int):
     return model, frontend
 
 
-def make_adapter(model, frontend, tokenizer, arch: Architecture, name: str = "embedded") -> HFUnitAdapter:
+def make_adapter(model, frontend, tokenizer, arch: Architecture, name: str = "embedded", **context) -> HFUnitAdapter:
     protocol = protocol_from_tokenizer(tokenizer, max_text_tokens=arch.max_text_tokens, max_tool_tokens=arch.max_tool_tokens)
     return HFUnitAdapter(model, tokenizer, frontend, protocol, name=name, system_prompt=SYSTEM_PROMPT,
-                         prompt_template=PROMPT_TEMPLATE, tools_in_prompt=False)
+                         prompt_template=PROMPT_TEMPLATE, tools_in_prompt=False, **context)
 
 
 def save_model(folder: Path, model, frontend, tokenizer, arch: Architecture, training: dict) -> None:
@@ -93,8 +94,12 @@ def save_model(folder: Path, model, frontend, tokenizer, arch: Architecture, tra
 
 
 def load_embedded_adapter(path: str | Path | None = None, attn_implementation: str = "eager",
-                          name: str = "embedded") -> HFUnitAdapter:
-    """Load a model folder (default: the shipped weights) as an adapter, fp32 on CPU, offline."""
+                          name: str = "embedded", context_limit: int | None = None, context_reserve: int = 512,
+                          context_evict_to: float = 0.75) -> HFUnitAdapter:
+    """Load a model folder (default: the shipped weights) as an adapter, fp32 on CPU, offline.
+
+    ``context_limit`` (default: the model's 4,096 positions), ``context_reserve`` and ``context_evict_to``
+    set its context policy: old whole units are evicted, the system prompt kept (``ticktock.context``)."""
     import torch
     from safetensors.torch import load_file
     from transformers import AutoTokenizer, LlamaForCausalLM
@@ -116,7 +121,8 @@ def load_embedded_adapter(path: str | Path | None = None, attn_implementation: s
         raise
     except Exception as err:  # corrupt JSON, safetensors header, shapes: all mean the same to the user
         raise WeightsError(f"{folder}: cannot load the embedded model ({type(err).__name__}: {err}); {RETRAIN_HINT}") from None
-    adapter = make_adapter(model, frontend, tokenizer, arch, name=name)
+    adapter = make_adapter(model, frontend, tokenizer, arch, name=name, context_limit=context_limit,
+                           context_reserve=context_reserve, context_evict_to=context_evict_to)
     adapter.system_prompt = meta.get("system_prompt", SYSTEM_PROMPT)
     adapter.prompt_template = meta.get("prompt_template", PROMPT_TEMPLATE)
     return adapter

@@ -16,7 +16,7 @@ import json
 from dataclasses import asdict
 from statistics import mean
 
-from ticktock.results.schema import DIAGNOSTIC_COLUMNS
+from ticktock.results.schema import COUNTER_COLUMNS
 
 
 def onset_flags(kinds: list[str], ends_turn: list[bool]) -> list[bool]:
@@ -37,13 +37,9 @@ def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
     kinds = [c.kind for c in trace.chunks]
     ends = [protocol.turn_eos in c.output for c in trace.chunks]
     onsets = onset_flags(kinds, ends)
-    post_forwards = _count_forwards(trace.forwards, "post_audio")
-    draft_forwards = _count_forwards(trace.forwards, "draft")
-    idle_tokens = _idle_tokens(trace.forwards)
     rows = []
     for chunk, onset, ends_turn in zip(trace.chunks, onsets, ends):
         index = chunk.span.index
-        diagnostics = chunk.counters.diagnostics
         rows.append(
             {
                 **identity,
@@ -61,7 +57,6 @@ def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
                 "is_onset": onset,
                 "injected_text": chunk.injected.text,
                 "tool_calls_json": json.dumps(chunk.calls) if chunk.calls else "",
-                "num_post_audio_forwards": post_forwards.get(index, 0),
                 "post_audio_ms": chunk.timing.latency_ms,
                 "post_audio_wall_ms": chunk.post_audio_wall_ms,
                 "encode_wall_ms": chunk.encode_wall_ms,
@@ -70,33 +65,10 @@ def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
                 "lag_ms": chunk.timing.lag_ms,
                 "response_ms": chunk.timing.response_ms,
                 "missed_deadline": chunk.timing.missed_deadline,
-                "idle_budget_ms": chunk.idle_budget_ms,
-                "idle_used_ms": chunk.idle_used_ms,
-                "idle_wall_ms": chunk.idle_wall_ms,
-                "num_draft_forwards": draft_forwards.get(index, 0),
-                "num_idle_draft_tokens": idle_tokens.get(index, 0),
-                "num_draft_tokens": chunk.counters.num_draft_tokens,
-                "num_accepted_draft_tokens": chunk.counters.num_accepted_draft_tokens,
-                **{name: diagnostics.get(name) for name in DIAGNOSTIC_COLUMNS},
+                **{column: getattr(chunk.counters, name) for column, name in COUNTER_COLUMNS.items()},
             }
         )
     return rows
-
-
-def _count_forwards(forwards, phase: str) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for record in forwards:
-        if record.phase == phase:
-            counts[record.chunk_index] = counts.get(record.chunk_index, 0) + 1
-    return counts
-
-
-def _idle_tokens(forwards) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for record in forwards:
-        if record.phase == "draft":
-            counts[record.chunk_index] = counts.get(record.chunk_index, 0) + record.query_tokens
-    return counts
 
 
 def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:

@@ -9,10 +9,23 @@ chunks.parquet, one row per session chunk:
     carried_ms          idle-window overrun (drafting for this chunk) carried into l_t
     lag_before_ms       b_{t-1};  lag_ms: b_t;  response_ms: b_{t-1} + l_t
     missed_deadline     b_{t-1} + l_t > D
-    idle_budget_ms      the idle window AFTER this chunk; idle_used_ms / idle_wall_ms: work done in it
-    num_draft_forwards  idle-window forwards that drafted THIS chunk (phase "draft")
-    num_draft_tokens    draft tokens offered in this chunk's post-audio forwards; num_accepted_draft_tokens
-    draft_source ...    decoder diagnostics (null when the decoder has none)
+    num_post_audio_forwards   target forwards after the chunk's audio arrived
+    num_draft_tokens    draft tokens offered in those forwards; num_accepted_draft_tokens: accepted
+    lookup_hits         post-audio forwards after the first (the audio pass) that accepted >= 1 draft token
+    draft_source        source of the draft tokens accepted in the audio pass: silence, runner_up, branch,
+                        pool (SL), pld, recycling, lookahead; "none": a draft was offered, nothing accepted;
+                        null: no draft was offered
+    draft_full_match    the chunk's silence draft was complete and equals the output (SL, oracle probe; else null)
+    first_token_changed the output's first token differs from the silence draft's (SL, oracle probe; else null)
+    window_*            the idle window that drafted THIS chunk, before its audio arrived: window_budget_ms
+                        (0: none, the previous chunk lagged), window_used_ms charged, window_wall_ms measured,
+                        window_forwards (phase "draft") and the window_query_tokens they fed
+    context_tokens      positions in the model's cache when the chunk's post-audio work began
+    evicted_tokens      positions evicted just before this chunk by the model's context policy (old units)
+
+sessions.parquet, one row per completed session:
+    manifest_sha256     SHA-256 of the session's manifest line (canonical JSON); audio_sha256: of its audio file's
+                        bytes. A resumed run replays a session whose digests changed (``ticktock.results.fingerprint``)
 
 forwards.parquet, one row per target forward (phase "post_audio" or "draft"; draft rows are attributed
 to the chunk they draft).
@@ -22,7 +35,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: one channel for chunk counters (window_*, lookup_hits)
 
 IDENTITY = [
     pa.field("run_id", pa.string()),
@@ -57,17 +70,19 @@ CHUNKS = pa.schema(
         pa.field("lag_ms", pa.float64()),
         pa.field("response_ms", pa.float64()),
         pa.field("missed_deadline", pa.bool_()),
-        pa.field("idle_budget_ms", pa.float64()),
-        pa.field("idle_used_ms", pa.float64()),
-        pa.field("idle_wall_ms", pa.float64()),
-        pa.field("num_draft_forwards", pa.int32()),
-        pa.field("num_idle_draft_tokens", pa.int32()),
         pa.field("num_draft_tokens", pa.int32()),
         pa.field("num_accepted_draft_tokens", pa.int32()),
+        pa.field("lookup_hits", pa.int32()),
         pa.field("draft_source", pa.string()),
         pa.field("draft_full_match", pa.bool_()),
         pa.field("first_token_changed", pa.bool_()),
-        pa.field("pool_hits", pa.int32()),
+        pa.field("window_budget_ms", pa.float64()),
+        pa.field("window_used_ms", pa.float64()),
+        pa.field("window_wall_ms", pa.float64()),
+        pa.field("window_forwards", pa.int32()),
+        pa.field("window_query_tokens", pa.int32()),
+        pa.field("context_tokens", pa.int32()),
+        pa.field("evicted_tokens", pa.int32()),
     ]
 )
 
@@ -90,6 +105,8 @@ SESSIONS = pa.schema(
         pa.field("expected_json", pa.string()),
         pa.field("turns_json", pa.string()),
         pa.field("replay_wall_s", pa.float64()),
+        pa.field("manifest_sha256", pa.string()),
+        pa.field("audio_sha256", pa.string()),
     ]
 )
 
@@ -111,7 +128,23 @@ FORWARDS = pa.schema(
 )
 
 TABLES = {"chunks": CHUNKS, "sessions": SESSIONS, "forwards": FORWARDS}
-DIAGNOSTIC_COLUMNS = ("draft_source", "draft_full_match", "first_token_changed", "pool_hits")
+# chunks.parquet column <- ChunkCounters field: the counters' one way into the rows
+COUNTER_COLUMNS = {
+    "num_post_audio_forwards": "post_audio_forwards",
+    "num_draft_tokens": "draft_tokens",
+    "num_accepted_draft_tokens": "accepted_draft_tokens",
+    "lookup_hits": "lookup_hits",
+    "draft_source": "draft_source",
+    "draft_full_match": "draft_full_match",
+    "first_token_changed": "first_token_changed",
+    "window_budget_ms": "window_budget_ms",
+    "window_used_ms": "window_used_ms",
+    "window_wall_ms": "window_wall_ms",
+    "window_forwards": "window_forwards",
+    "window_query_tokens": "window_query_tokens",
+    "context_tokens": "context_tokens",
+    "evicted_tokens": "evicted_tokens",
+}
 
 
 def with_version(schema: pa.Schema) -> pa.Schema:

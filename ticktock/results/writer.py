@@ -11,7 +11,9 @@ Layout::
 Every file is written to a temporary name and renamed, so a crash never leaves a partial file. A
 session is complete when its ``sessions`` part exists (written last). Rerunning into the same directory
 skips completed sessions (resume) unless ``overwrite`` is set; a directory holding a run with a different
-configuration is refused.
+configuration is refused. A sessions part records the fingerprint of the inputs it was replayed from
+(``fingerprints()``), so the runner replays a session whose manifest line or audio changed, after ``forget``-ting
+its parts. One process writes a directory at a time (``ticktock.results.lock``, taken by the runner).
 
 Example::
 
@@ -25,20 +27,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ticktock.manifest import atomic_write_text
+from ticktock.atomic import atomic_write
+from ticktock.errors import RunFolderError
 from ticktock.results.schema import TABLES, with_version
 
+FINGERPRINT = ("manifest_sha256", "audio_sha256")  # sessions columns: the inputs a completed session was replayed from
 
-class RunDirError(RuntimeError):
+
+class RunDirError(RunFolderError, RuntimeError):
     """The run directory holds a different run (or is unusable)."""
 
 
@@ -52,15 +55,8 @@ def write_table(path: Path, rows: list[dict] | pa.Table, schema: pa.Schema) -> N
     """Write rows (or a table) with the versioned schema, atomically."""
     schema = with_version(schema)
     table = rows.cast(schema) if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=schema)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_write(path) as tmp:
         pq.write_table(table, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class RunWriter:
@@ -80,7 +76,7 @@ class RunWriter:
                 )
         self.parts.mkdir(parents=True, exist_ok=True)
 
-    def _clear(self) -> None:
+    def _clear(self) -> None:  # run.lock stays: the running process holds it
         if self.parts.is_dir():
             shutil.rmtree(self.parts)
         for name in [*(f"{t}.parquet" for t in TABLES), "run.json"]:
@@ -91,6 +87,22 @@ class RunWriter:
         for path in self.parts.glob("*.sessions.parquet"):
             done.update(pq.read_table(path, columns=["session_id"]).column("session_id").to_pylist())
         return done
+
+    def fingerprints(self) -> dict[str, dict]:
+        """Completed session id -> the input fingerprint its sessions part recorded (``manifest_sha256``,
+        ``audio_sha256``; None where a part holds none)."""
+        recorded = {}
+        for path in self.parts.glob("*.sessions.parquet"):
+            table = pq.read_table(path)
+            for row in table.select([c for c in ("session_id", *FINGERPRINT) if c in table.column_names]).to_pylist():
+                recorded[row["session_id"]] = {key: row.get(key) for key in FINGERPRINT}
+        return recorded
+
+    def forget(self, session_id: str) -> None:
+        """Remove a session's parts, its sessions part (the completion mark) first: it is no longer complete."""
+        key = part_key(session_id)
+        for name in ("sessions", "chunks", "forwards"):
+            (self.parts / f"{key}.{name}.parquet").unlink(missing_ok=True)
 
     def write_session(self, session_id: str, chunks: list[dict], session: dict, forwards: list[dict]) -> None:
         key = part_key(session_id)
@@ -112,7 +124,8 @@ class RunWriter:
 
     def write_run_json(self, data: dict) -> None:
         data = {**data, "identity": self.identity}
-        atomic_write_text(self.run_dir / "run.json", json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        with atomic_write(self.run_dir / "run.json") as tmp:
+            tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
 
 def _difference(previous, current) -> str:

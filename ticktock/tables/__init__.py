@@ -9,9 +9,9 @@ Example::
     >>> print_headline(load_results(["results/runs/*"]))   # doctest: +SKIP
 """
 
-from ticktock.tables.build import Built, build_tables, print_headline, write_outputs
+from ticktock.tables.build import Built, build_report, build_tables, print_headline, write_outputs
 from ticktock.tables.load import Results, TablesError, load_results
 from ticktock.tables.metrics import ChunkSetMismatch
 
-__all__ = ["Built", "ChunkSetMismatch", "Results", "TablesError", "build_tables", "load_results", "print_headline",
-           "write_outputs"]
+__all__ = ["Built", "ChunkSetMismatch", "Results", "TablesError", "build_report", "build_tables", "load_results",
+           "print_headline", "write_outputs"]

@@ -4,10 +4,14 @@ Reads every run directory under the arguments, writes one .md/.csv/.tex per tabl
 report.html into ``--out`` (default ``results/tables/<timestamp>``), and prints Table 2, the tool-call
 table and Table 5. A lossless decoder whose outputs differ from the baseline's is printed as a FAILURE;
 ``--strict`` makes that exit with status 1. Unusable results exit with status 2 and one clear message.
+An unreadable run (e.g. a truncated parquet file) or an interrupted one stops the build with one line naming
+it; ``--skip-bad-runs`` leaves unusable runs out (printed, and listed in every table's provenance), and
+``--allow-interrupted`` uses an interrupted run's completed sessions (said in the provenance).
 
 Example::
 
     python -m ticktock.tables results/runs/* --out results/tables/main --strict
+    python -m ticktock.tables results/runs --skip-bad-runs --allow-interrupted
 """
 
 from __future__ import annotations
@@ -17,11 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-from ticktock.tables.build import HEADLINE, build_tables, headline_text, print_failures, print_headline, write_outputs
-from ticktock.tables.load import Results, TablesError, load_results
+from ticktock.errors import user_errors
+from ticktock.tables.build import HEADLINE, build_tables, headline_text, print_failures, write_outputs
+from ticktock.tables.common import noise_warnings
+from ticktock.tables.load import TablesError, load_results
 from ticktock.tables.render import FORMATS
-
-__all__ = ["build_report", "main", "print_headline"]  # build_report and print_headline serve ticktock.main_job
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -31,6 +35,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--baseline", default="ar", help="decoder every speedup is measured against (default ar)")
     parser.add_argument("--format", default=",".join(FORMATS), help="comma-separated subset of md,csv,tex,html")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a losslessness or quality check fails")
+    parser.add_argument("--skip-bad-runs", action="store_true",
+                        help="leave out runs that cannot be read (listed in the output) instead of stopping")
+    parser.add_argument("--allow-interrupted", action="store_true",
+                        help="use the completed sessions of interrupted runs (killed, or stopped before their end)")
     args = parser.parse_args(argv)
     args.formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
     unknown = [f for f in args.formats if f not in FORMATS]
@@ -39,32 +47,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def build_report(results: Results, out: Path, baseline: str = "ar", formats: tuple[str, ...] = FORMATS) -> Path:
-    """Write every table, figure and report.html into ``out``; print failures loudly; return report.html's path
-    (for ``ticktock.main_job``: ``build_report(load_runs([dir]), Path("results/main/report"))``)."""
-    built = build_tables(results, baseline)
-    write_outputs(built, results, Path(out), formats)
-    print_failures(built.failures)
-    return Path(out) / "report.html"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = args.out or Path("results/tables") / time.strftime("%Y-%m-%d_%H-%M-%S")
     try:
-        results = load_results(args.results)
+        results = load_results(args.results, skip_bad_runs=args.skip_bad_runs, allow_interrupted=args.allow_interrupted)
         built = build_tables(results, args.baseline)
         written = write_outputs(built, results, out, args.formats)
     except TablesError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for warning in results.warnings:
+    for warning in results.warnings + [f"skipped: {reason}" for reason in results.skipped] + noise_warnings(results):
         print(f"warning: {warning}", file=sys.stderr)
     print(headline_text(built.tables[: len(HEADLINE)]))
     print_failures(built.failures)
-    print(f"{len(results.runs)} runs -> {len(written)} files in {out}" + (f" (open {out / 'report.html'})" if "html" in args.formats else ""))
+    skipped = f" ({len(results.skipped)} skipped)" if results.skipped else ""
+    print(f"{len(results.runs)} runs{skipped} -> {len(written)} files in {out}"
+          + (f" (open {out / 'report.html'})" if "html" in args.formats else ""))
     return 1 if args.strict and built.failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with user_errors():  # Ctrl-C: one line, exit 130
+        sys.exit(main())

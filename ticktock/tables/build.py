@@ -1,5 +1,8 @@
 """Build every table and figure from loaded results, write them, and print the headline tables.
 
+``build_report`` does all of it in one call (the main job's report); ``python -m ticktock.tables`` runs the
+same steps with its own error handling.
+
 Example::
 
     >>> from ticktock.tables import build_tables, load_results, print_headline
@@ -7,6 +10,8 @@ Example::
     >>> built = build_tables(results, baseline="ar")                # doctest: +SKIP
     >>> written = write_outputs(built, results, Path("results/tables/x"), ("md", "csv", "tex", "html"))  # doctest: +SKIP
     >>> print_headline(results)                                     # doctest: +SKIP
+    >>> build_report(results, Path("results/main/report"))          # doctest: +SKIP
+    PosixPath('results/main/report/report.html')
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import pandas as pd
 from ticktock.tables import analysis, compute, quality
 from ticktock.tables.common import Table
 from ticktock.tables.load import Results, TablesError, load_results
-from ticktock.tables.render import markdown, write_tables
+from ticktock.tables.render import FORMATS, markdown, write_tables
 
 HEADLINE = (compute.speak_speedup_table, compute.tool_speedup_table, compute.latency_table)
 FIGURE_TABLES = {"fig4a_forwards_by_length": "fig4a_forwards_by_length.png", "fig4b_temperature": "fig4b_temperature.png"}
@@ -105,3 +110,12 @@ def write_outputs(built: Built, results: Results, out: Path, formats: tuple[str,
         path.write_text(html_report(built.tables, by_table, results))
         written.append(path)
     return written
+
+
+def build_report(results: Results, out: Path, baseline: str = "ar", formats: tuple[str, ...] = FORMATS) -> Path:
+    """Write every table, figure and report.html into ``out``; print failures loudly; return report.html's path
+    (as ``ticktock.main_job`` does: ``build_report(load_results([dir]), Path("results/main/report"))``)."""
+    built = build_tables(results, baseline)
+    write_outputs(built, results, Path(out), formats)
+    print_failures(built.failures)
+    return Path(out) / "report.html"

@@ -98,13 +98,56 @@ def describe_clock(meta: dict, setup: Setup) -> str:
     return f"clock {setup.clock}: measured on device {setup.device}"
 
 
+def noisy(meta: dict) -> bool:
+    """Whether a run's wall-clock timing noise (run.json ``timing_noise``, ``ticktock.clocks.noise``) exceeds
+    the threshold recorded with it.
+
+    >>> noisy({"timing_noise": {"spread": 3.2, "max_spread": 1.5}}), noisy({"timing_noise": None}), noisy({})
+    (True, False, False)
+    """
+    noise = meta.get("timing_noise") or {}
+    return "spread" in noise and float(noise["spread"]) > float(noise.get("max_spread", 1.5))
+
+
+def describe_noise(results: Results, setup: Setup) -> list[str]:
+    """The provenance line on the timing noise of a setup's wall-clock runs (none when nothing was measured):
+    each decoder's probe spread (slowest / fastest), the noisy ones flagged."""
+    parts, flagged = [], False
+    for cell in results.in_setup(setup):
+        for run in cell.runs:
+            noise = run.meta.get("timing_noise") or {}
+            if "spread" in noise:
+                flag = noisy(run.meta)
+                flagged |= flag
+                parts.append(f"{cell.decoder} {noise['spread']:.2f} (median {noise['median_ms']:.1f} ms)"
+                             + (" NOISY" if flag else ""))
+    if not parts:
+        return []
+    head = "WARNING: noisy timings; " if flagged else ""
+    return [f"{head}timing noise of clock {setup.clock} (a fixed probe forward, slowest / fastest): " + ", ".join(parts)]
+
+
+def noise_warnings(results: Results) -> list[str]:
+    """One warning per run whose wall-clock timings were noisy (to print beside the tables)."""
+    warnings = []
+    for run in results.runs:
+        if noisy(run.meta):
+            noise = run.meta["timing_noise"]
+            warnings.append(f"run {run.path}: wall-clock timings are noisy: the same probe forward took "
+                            f"{noise['min_ms']:.1f} to {noise['max_ms']:.1f} ms (spread {noise['spread']:.2f} > "
+                            f"{noise['max_spread']}); see the README on stable wall-clock figures")
+    return warnings
+
+
 def provenance_notes(results: Results, setups: list[Setup] | None = None) -> list[str]:
-    """One line per model and per clock (with its device and profile provenance) behind the table."""
+    """One line per model and per clock (with its device and profile provenance) behind the table, then the
+    interrupted runs used and the runs skipped (``Results.provenance``)."""
     setups = setups if setups is not None else results.setups()
     lines, seen = [], set()
     for setup in setups:
         cell = next(c for c in results.cells if c.setup == setup)
-        for line in (f"model {setup.model}: {describe_model(cell.meta)}", describe_clock(cell.meta, setup)):
+        noise = describe_noise(results, setup)
+        for line in (f"model {setup.model}: {describe_model(cell.meta)}", describe_clock(cell.meta, setup), *noise):
             if line not in seen:
                 seen.add(line)
                 lines.append(line)
@@ -114,7 +157,7 @@ def provenance_notes(results: Results, setups: list[Setup] | None = None) -> lis
         if sampling not in seen:
             seen.add(sampling)
             lines.append(f"sampling: {sampling}" + (" (greedy)" if setup.temperature == 0 else ""))
-    return lines
+    return lines + results.provenance()
 
 
 def setup_label(setup: Setup) -> str:

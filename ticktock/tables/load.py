@@ -8,6 +8,12 @@ share a cell when they hold disjoint sessions (e.g. one run per task), never the
 
 Nothing here imports torch or model code: the tables are a pure function of the files.
 
+An unreadable run (a truncated parquet file, a broken run.json) stops the build with one line naming the file,
+unless ``skip_bad_runs``: then it is left out, listed in ``Results.skipped`` and in every table's provenance. An
+**interrupted** run (run.json says "interrupted", or still "running" while its process is gone:
+``ticktock.results.liveness``) is refused the same way unless ``allow_interrupted``: then its completed sessions
+are used (from its per-session parts when it was killed before consolidating) and the provenance says so.
+
 Example::
 
     >>> results = load_results(["results/runs/*"])          # doctest: +SKIP
@@ -23,8 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ticktock.decoders import DECODERS
+from ticktock.results.liveness import interruption
 from ticktock.results.schema import SCHEMA_VERSION, TABLES
 
 VERSION_KEY = b"ticktock_schema_version"
@@ -59,6 +68,7 @@ class Run:
     meta: dict
     chunks: pd.DataFrame
     sessions: pd.DataFrame
+    note: str | None = None  # an interrupted run used anyway: what was used
 
     @property
     def decoder(self) -> str:
@@ -70,7 +80,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        return str(self.meta.get("status", "unknown"))
+        return "interrupted" if self.note else str(self.meta.get("status", "unknown"))
 
     def setup(self) -> Setup:
         config, clock = self.meta["config"], self.meta.get("clock") or {}
@@ -121,6 +131,11 @@ class Results:
     runs: list[Run]
     cells: list[Cell]
     warnings: list[str]
+    skipped: list[str] = field(default_factory=list)  # runs left out (skip_bad_runs): one line each, naming the file
+
+    def provenance(self) -> list[str]:
+        """What the tables must say about the runs used: interrupted runs used anyway, runs skipped."""
+        return [r.note for r in self.runs if r.note] + [f"skipped: {reason}" for reason in self.skipped]
 
     def setups(self) -> list[Setup]:
         return sorted({c.setup for c in self.cells}, key=setup_order)
@@ -132,12 +147,9 @@ class Results:
         return sorted((c for c in self.cells if c.setup == setup), key=lambda c: decoder_order(c.decoder))
 
 
-DECODER_ORDER = ["ar", "pld", "recycling", "lookahead", "speclisten_silence", "speclisten_runnerup", "speclisten",
-                 "speclisten_plus"]
-
-
 def decoder_order(name: str) -> tuple:
-    return (DECODER_ORDER.index(name), "") if name in DECODER_ORDER else (len(DECODER_ORDER), name)
+    """Sort key: the benchmark's decoders in ``DECODERS`` order, then any other decoder by name."""
+    return (DECODERS.index(name), "") if name in DECODERS else (len(DECODERS), name)
 
 
 def setup_order(setup: Setup) -> tuple:
@@ -168,28 +180,76 @@ def _run_dirs(path: Path) -> list[Path]:
     return sorted(p.parent for p in path.rglob("run.json") if "parts" not in p.parent.parts[len(path.parts):])
 
 
-def read_run(path: Path) -> Run:
-    """One run directory, with its schema versions checked (run.json and every parquet file)."""
+def read_run(path: Path, allow_interrupted: bool = False) -> Run:
+    """One run directory, with its schema versions checked (run.json and every parquet file); an interrupted
+    run is refused unless ``allow_interrupted`` (see the module docstring)."""
     meta_path = path / "run.json"
     try:
         meta = json.loads(meta_path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise TablesError(f"{meta_path}: cannot read run.json ({err})") from err
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TablesError(f"{meta_path}: cannot read run.json ({err})") from None
+    if not isinstance(meta, dict):
+        raise TablesError(f"{meta_path}: not a ticktock run.json (a JSON {type(meta).__name__}, not an object)")
     version = meta.get("schema_version")
     if version != SCHEMA_VERSION:
         raise TablesError(f"{meta_path}: schema_version {version!r}, but these tables read version {SCHEMA_VERSION}; "
                           "rebuild the tables with the ticktock version that wrote the run, or rerun it")
     if "config" not in meta:
         raise TablesError(f"{meta_path}: no 'config' (not a ticktock run.json)")
-    frames = {name: _read_table(path / f"{name}.parquet", name) for name in ("chunks", "sessions")}
-    _check_version(path / "forwards.parquet")
-    return Run(path, meta, frames["chunks"], frames["sessions"])
+    reason = interrupted_because(path, meta)
+    if reason is None:
+        frames = {name: _read_table(path / f"{name}.parquet", name) for name in ("chunks", "sessions")}
+        _check_version(path / "forwards.parquet")
+        return Run(path, meta, frames["chunks"], frames["sessions"])
+    progress = f"{_sessions_done(path, meta)} of {meta.get('sessions_total', '?')} sessions done"
+    if not allow_interrupted:
+        raise TablesError(f"{meta_path}: interrupted run ({reason}; {progress}); rerun it into {path} to resume it, "
+                          "or pass --allow-interrupted to build from its completed sessions")
+    killed = meta.get("status") == "running"  # no consolidation ran: its parts are the only complete record
+    frames = {name: _read_parts(path, name) if killed else _read_table(path / f"{name}.parquet", name)
+              for name in ("chunks", "sessions")}
+    note = (f"run {path}: interrupted ({reason}); built from its completed sessions only "
+            f"({len(frames['sessions'])} sessions, {len(frames['chunks'])} chunks; {progress})")
+    return Run(path, meta, frames["chunks"], frames["sessions"], note)
+
+
+def interrupted_because(path: Path, meta: dict) -> str | None:
+    """Why the run in ``path`` stopped before its end (None: it did not): stopped in an orderly way (status
+    "interrupted", e.g. Ctrl-C) or killed hard (status still "running", its process gone)."""
+    if meta.get("status") == "interrupted":
+        return "stopped before its end: status 'interrupted'"
+    try:
+        mtime = (path / "run.json").stat().st_mtime
+    except OSError:
+        mtime = None
+    gone = interruption(meta, mtime)
+    return f"status still 'running', but {gone}" if gone else None
+
+
+def _sessions_done(path: Path, meta: dict) -> int:
+    parts = path / "parts"
+    if meta.get("status") == "running" and parts.is_dir():
+        return len(list(parts.glob("*.sessions.parquet")))
+    return int((meta.get("row_counts") or {}).get("sessions", 0))
+
+
+def _read_parts(path: Path, name: str) -> pd.DataFrame:
+    """One table of a run from its per-session parts, completed sessions only (those with a sessions part)."""
+    parts = path / "parts"
+    keys = sorted(p.name.removesuffix(".sessions.parquet") for p in parts.glob("*.sessions.parquet"))
+    frames = [_read_table(parts / f"{key}.{name}.parquet", name) for key in keys]
+    if not frames:
+        return pa.Table.from_pylist([], schema=TABLES[name]).to_pandas()
+    return pd.concat(frames, ignore_index=True)
 
 
 def _check_version(path: Path):
     if not path.is_file():
         raise TablesError(f"{path}: missing (the run was not consolidated; is it still running?)")
-    schema = pq.read_schema(path)
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as err:
+        raise TablesError(f"{path}: not a readable parquet file ({_first_line(err)})") from None
     version = (schema.metadata or {}).get(VERSION_KEY)
     if version != str(SCHEMA_VERSION).encode():
         found = version.decode() if version else "none"
@@ -202,7 +262,14 @@ def _read_table(path: Path, name: str) -> pd.DataFrame:
     missing = [f for f in TABLES[name].names if f not in schema.names]
     if missing:
         raise TablesError(f"{path}: columns missing for schema version {SCHEMA_VERSION}: {', '.join(missing)}")
-    return pq.read_table(path).to_pandas()
+    try:
+        return pq.read_table(path).to_pandas()
+    except (OSError, pa.ArrowException) as err:
+        raise TablesError(f"{path}: not a readable parquet file ({_first_line(err)})") from None
+
+
+def _first_line(err: Exception) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def group_cells(runs: list[Run]) -> list[Cell]:
@@ -233,12 +300,19 @@ def _check_same_decoder(runs: list[Run]) -> None:
                               f"under the same name ({first} vs {run.meta['config']['decoder']}); give one a new name")
 
 
-def load_results(arguments: list[str | Path]) -> Results:
-    """Discover, read and group the runs named by ``arguments`` (paths or globs)."""
-    runs = [read_run(path) for path in discover(arguments)]
+def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, allow_interrupted: bool = False) -> Results:
+    """Discover, read and group the runs named by ``arguments`` (paths or globs). A run that cannot be used stops
+    it with a ``TablesError`` naming the file, or with ``skip_bad_runs`` is left out and listed in ``skipped``."""
+    runs, skipped = [], []
+    for path in discover(arguments):
+        try:
+            runs.append(read_run(path, allow_interrupted))
+        except TablesError as err:
+            if not skip_bad_runs:
+                raise
+            skipped.append(str(err))
+    if not runs:
+        raise TablesError(f"no usable runs: all {len(skipped)} were skipped (first: {skipped[0]})")
     warnings = [f"run {r.path} has status {r.status!r} (not complete): its rows are used as they are"
-                for r in runs if r.status != "complete"]
-    return Results(runs, group_cells(runs), warnings)
-
-
-load_runs = load_results  # the name ticktock.main_job uses
+                for r in runs if r.status != "complete" and not r.note]
+    return Results(runs, group_cells(runs), warnings, skipped)

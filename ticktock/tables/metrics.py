@@ -1,6 +1,6 @@
 """Pure metric functions on result rows (pandas DataFrames with the columns of ``ticktock.results.schema``).
 
-Each function implements one definition of method.md section 3 and nothing else; the table builders in
+Each function implements one metric definition (its docstring states it) and nothing else; the table builders in
 ``compute.py`` call them per cell. Paired metrics (speedup, losslessness) take the baseline's chunk set
 as the reference: the method's rows must contain every one of those chunks, or ``ChunkSetMismatch``
 names the runs and the missing chunks (never a silent inner join).
@@ -83,6 +83,7 @@ def speedup(baseline: pd.DataFrame, method: pd.DataFrame, mask, names=("baseline
 
 
 def speak_mask(chunks: pd.DataFrame, tasks: list[str] | None = None) -> pd.Series:
+    """Speak chunks (Table 2's subset), of ``tasks`` only when given."""
     mask = chunks["kind"] == "speak"
     return mask & chunks["task"].isin(tasks) if tasks else mask
 

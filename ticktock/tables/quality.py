@@ -29,7 +29,8 @@ from ticktock.tables.load import Cell, Results
 
 LOSSY_DECODERS: frozenset[str] = frozenset()  # every decoder of the harness is lossless
 QUALITY_METRICS = ["qa", "tool_strict", "tool_args", "tool_json", "respond", "false_speak", "stop", "keep", "ignore",
-                   "backchannel"]
+                   "backchannel", "backchannel_jsd"]
+MEAN_METRICS = frozenset({"backchannel_jsd"})  # "hits" add up a distance per session: shown as a mean, lower is better
 SCORE_COLUMNS = ["chunk_index", "start_s", "arrival_s", "kind", "output_text", "tool_calls_json"]
 Z95 = 1.959963984540054
 
@@ -89,6 +90,8 @@ def _rate_text(counts: Counter, name: str, interval: bool) -> str:
     hits, trials = counts[f"{name}_hits"], counts[f"{name}_trials"]
     if not trials:
         return "–"
+    if name in MEAN_METRICS:
+        return f"{hits / trials:.3f} (mean of {trials})"
     text = f"{hits / trials:.1%} ({hits}/{trials})"
     if interval:
         low, high = wilson(hits, trials)
@@ -116,7 +119,9 @@ def quality_table(results: Results, baseline: str = "ar") -> Table:
             failures.append(f"FAILURE: {cell.decoder} task scores differ from {baseline} under greedy decoding in setup "
                             f"{setup_label(cell.setup)}: {detail}")
     notes = ["rates pooled over sessions: hits/trials of ticktock.scoring.score_session; greedy setups must equal "
-             f"{baseline} exactly (≠ marks a difference); sampled setups show a 95% Wilson interval [low, high] in %"]
+             f"{baseline} exactly (≠ marks a difference); sampled setups show a 95% Wilson interval [low, high] in %",
+             "backchannel_jsd: the official Jensen-Shannon distance between the model's backchannel timing and the "
+             "ground-truth distribution (FDB v1, where the source ships it), mean over sessions; lower is better"]
     if not present:
         notes.insert(0, "no scored trials in these sessions")
     title = "Quality: task scores per decoder (lossless decoding must not change them)"

@@ -5,7 +5,7 @@ red banner, and repeat in their table.
 
 Example::
 
-    >>> page = html_report(tables, {"fig4a_forwards_by_length": Path("fig4a.png")}, results)   # doctest: +SKIP
+    >>> page = html_report(tables, {"fig4a_forwards_by_length": Path("fig4a_forwards_by_length.png")}, results)   # doctest: +SKIP
     >>> Path("report.html").write_text(page)                                                  # doctest: +SKIP
 """
 

@@ -9,13 +9,16 @@ source                      local copy (``--src``)                              
                                                                                    web_questions, trivia_qa
 ``voicebench_alpacaeval``   a VoiceBench parquet file, or a folder of them         alpaca_eval
 ``big_bench_audio``         the Big Bench Audio repo (``metadata.jsonl``, data/)   big_bench_audio
-``fdb_v1``                  Full-Duplex-Bench v1.0 (``candor_pause_handling/``...)  fdb_v1
-``fdb_v1_5``                Full-Duplex-Bench v1.5 (``user_interruption/``...)      fdb_v1_5
+``fdb_v1``                  the FDB v1.0/v1.5 download (subsets side by side)      fdb_v1
+``fdb_v1_5``                the FDB v1.0/v1.5 download (subsets side by side)      fdb_v1_5
 ``fdb_v3``                  ``fdb_v3_data_released/`` (or the folder above it)     fdb_v3
 ==========================  =====================================================  =========================
 
 Output: ``OUT/manifest.jsonl`` (format v1, :mod:`ticktock.manifest`) and ``OUT/audio/<session_id>.flac``
 (16 kHz mono). Command line: ``python -m ticktock.corpus.convert SOURCE --src PATH --out DIR [--limit N]``.
+``check`` (``--check``) reads and analyses a copy the same way but writes nothing. A selection
+(:mod:`ticktock.corpus.convert.selection`: N sessions per task type, seeded, or a list of ids) picks the
+sessions after the metadata is read, before any audio is decoded.
 
 Example::
 
@@ -23,6 +26,8 @@ Example::
     ...                  limit=5)                                                    # doctest: +SKIP
     >>> len(result.sessions), dict(result.warnings)                                  # doctest: +SKIP
     (5, {})
+    >>> check("fdb_v3", "downloads/fdb_v3_data_released").warnings                  # doctest: +SKIP
+    Counter({'request_end': 7, 'multi_entry_dialogue': 3})
 """
 
 from __future__ import annotations
@@ -33,7 +38,10 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    from ticktock.corpus.convert.selection import Selection
 
 SOURCES = ("openaudiobench", "voicebench_alpacaeval", "big_bench_audio", "fdb_v1", "fdb_v1_5", "fdb_v3")
 CONVERTER_VERSION = "1"
@@ -46,7 +54,9 @@ class ConvertError(ValueError):
 @dataclass(frozen=True)
 class Options:
     """What every source module gets. ``limit`` caps the items per subset (or in total, without subsets);
-    ``columns`` overrides metadata field names (role -> name, see each module's ``COLUMNS``)."""
+    ``columns`` overrides metadata field names (role -> name, see each module's ``COLUMNS``);
+    ``backchannel_gt`` is the FDB v1 backchannel ground truth (``icc_gt_distribution.json``; None: looked
+    for next to the source)."""
 
     src: Path
     limit: int | None = None
@@ -54,13 +64,16 @@ class Options:
     lead_s: float = 1.0
     tail_unknown_s: float = 8.0
     columns: dict = field(default_factory=dict)
+    backchannel_gt: Path | None = None
 
 
 @dataclass
 class Conversion:
+    """The sessions of a conversion, its warnings by kind, and the manifest written (None for a check)."""
+
     sessions: list
     warnings: Counter
-    manifest: Path
+    manifest: Path | None
 
 
 def safe_id(text: str) -> str:
@@ -84,14 +97,47 @@ def source_module(source: str):
 
 def convert(source: str, src: str | Path, out: str | Path, *, limit: int | None = None,
             subsets: Sequence[str] | None = None, lead_s: float = 1.0, tail_unknown_s: float = 8.0,
-            columns: dict | None = None, warn: Callable[[str], None] | None = None) -> Conversion:
+            columns: dict | None = None, backchannel_gt: str | Path | None = None,
+            selection: Selection | None = None, warn: Callable[[str], None] | None = None) -> Conversion:
     """Convert the local copy ``src`` of ``source`` into ``out``; all or nothing (see ``writer``).
 
     Metadata is read and checked for every item before any audio is decoded. Problems that do not stop
     the conversion (clipped or silent audio, ...) go to ``warn`` (default: stderr) and are counted.
+    ``selection`` (a :class:`~ticktock.corpus.convert.selection.Selection`) keeps only some sessions.
     """
     from ticktock.corpus.convert.writer import CorpusWriter
 
+    module, options = prepare(source, src, limit, subsets, lead_s, tail_unknown_s, columns, backchannel_gt)
+    writer = CorpusWriter(Path(out), warn or _stderr)
+    try:
+        sessions = [module.build_session(item, writer, options) for item in chosen_items(module, options, selection,
+                                                                                         writer)]
+        manifest = writer.commit(sessions)
+    except BaseException:
+        writer.discard()
+        raise
+    return Conversion(sessions, writer.warnings, manifest)
+
+
+def check(source: str, src: str | Path, *, limit: int | None = None, subsets: Sequence[str] | None = None,
+          lead_s: float = 1.0, tail_unknown_s: float = 8.0, columns: dict | None = None,
+          backchannel_gt: str | Path | None = None, selection: Selection | None = None,
+          warn: Callable[[str], None] | None = None) -> Conversion:
+    """Everything ``convert`` does (read, decode, analyse, warn) except writing: what a copy holds."""
+    from ticktock.corpus.convert.writer import CorpusWriter
+
+    module, options = prepare(source, src, limit, subsets, lead_s, tail_unknown_s, columns, backchannel_gt)
+    writer = CorpusWriter(None, warn or _stderr)
+    sessions = [module.build_session(item, writer, options) for item in chosen_items(module, options, selection, writer)]
+    return Conversion(sessions, writer.warnings, None)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def prepare(source: str, src, limit, subsets, lead_s, tail_unknown_s, columns, backchannel_gt):
+    """The source module and checked options of a conversion."""
     module = source_module(source)
     if limit is not None and limit < 1:
         raise ConvertError(f"--limit must be >= 1, got {limit}")
@@ -105,15 +151,22 @@ def convert(source: str, src: str | Path, out: str | Path, *, limit: int | None 
     src = Path(src)
     if not src.exists():
         raise ConvertError(f"{src}: source folder or file not found")
-    options = Options(src, limit, tuple(subsets) if subsets else None, lead_s, tail_unknown_s, dict(columns or {}))
+    if backchannel_gt is not None and not Path(backchannel_gt).is_file():
+        raise ConvertError(f"{backchannel_gt}: backchannel ground truth file not found")
+    return module, Options(src, limit, tuple(subsets) if subsets else None, lead_s, tail_unknown_s,
+                           dict(columns or {}), Path(backchannel_gt) if backchannel_gt is not None else None)
+
+
+def chosen_items(module, options: Options, selection, writer) -> list:
+    """The source's items, only those ``selection`` keeps (every one without a selection)."""
+    from ticktock.corpus.convert.selection import missing_ids, select
+
     items = module.read_items(options)
     if not items:
-        raise ConvertError(f"{src}: no {source} items found")
-    writer = CorpusWriter(Path(out), warn or (lambda line: print(line, file=sys.stderr)))
-    try:
-        sessions = [module.build_session(item, writer, options) for item in items]
-        manifest = writer.commit(sessions)
-    except BaseException:
-        writer.discard()
-        raise
-    return Conversion(sessions, writer.warnings, manifest)
+        raise ConvertError(f"{options.src}: no {module.__name__.rsplit('.', 1)[-1]} items found")
+    if selection is None:
+        return items
+    keys = [module.session_key(item) for item in items]
+    for sid in missing_ids(keys, selection):
+        writer.warn("selection", f"selection {selection.name}: session {sid} is not in {options.src}")
+    return [items[i] for i in select(keys, selection)]

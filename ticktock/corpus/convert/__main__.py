@@ -4,12 +4,16 @@ Usage::
 
     python -m ticktock.corpus.convert SOURCE --src PATH --out DIR [--limit N] [--subsets A,B]
                                       [--lead-s 1.0] [--tail-s 8.0] [--column ROLE=NAME ...]
+                                      [--selection NAME|FILE | --per-task N [--seed S]]
+                                      [--backchannel-gt FILE]
+    python -m ticktock.corpus.convert SOURCE --src PATH --check [...]
 
 SOURCE is one of openaudiobench, voicebench_alpacaeval, big_bench_audio, fdb_v1, fdb_v1_5, fdb_v3. Writes
 DIR/manifest.jsonl and DIR/audio/<session_id>.flac (16 kHz mono); nothing is downloaded. Problems that do
 not stop the conversion (clipped or silent audio, ...) are printed as "warning: FILE: ..." lines and
 counted in the summary; a missing or corrupt source file stops it with "error: FILE: ..." (exit status 1)
-and leaves nothing behind in DIR.
+and leaves nothing behind in DIR. ``--check`` reads and analyses the copy the same way and prints its
+statistics and every warning, but writes nothing (``--out`` is not needed).
 """
 
 from __future__ import annotations
@@ -18,15 +22,19 @@ import argparse
 import statistics
 import sys
 import time
+from collections import Counter
 from typing import Sequence
 
-from ticktock.corpus.convert import SOURCES, ConvertError, convert
+from ticktock.corpus.convert import SOURCES, ConvertError, check, convert
+from ticktock.corpus.convert.selection import Selection, load_selection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", choices=SOURCES, help="which published source the local copy is")
     parser.add_argument("--src", required=True, help="the local copy, in its published layout")
-    parser.add_argument("--out", required=True, help="output folder (manifest.jsonl + audio/)")
+    parser.add_argument("--out", default=None, help="output folder (manifest.jsonl + audio/); not with --check")
+    parser.add_argument("--check", action="store_true",
+                        help="print what the copy holds (statistics, every warning) without writing anything")
     parser.add_argument("--limit", type=int, default=None, help="convert at most N items per subset")
     parser.add_argument("--subsets", default=None,
                         help="comma-separated subsets (openaudiobench, fdb_v1, fdb_v1_5; voicebench config)")
@@ -37,6 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--column", action="append", default=[], metavar="ROLE=NAME",
                         help="metadata field name for a role, e.g. answer=Answer "
                              "(openaudiobench, big_bench_audio, voicebench_alpacaeval)")
+    parser.add_argument("--selection", default=None, metavar="NAME|FILE",
+                        help="keep the sessions of a selection config: a shipped name (ticktock_bench: 95 per "
+                             "task type, seed 0) or a YAML file (see ticktock/corpus/convert/selection.py)")
+    parser.add_argument("--per-task", type=int, default=None,
+                        help="keep N sessions per task type, chosen reproducibly with --seed")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --per-task (default 0)")
+    parser.add_argument("--backchannel-gt", default=None, metavar="FILE",
+                        help="fdb_v1: icc_gt_distribution.json (default: looked for next to --src)")
 
 
 def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
@@ -49,16 +65,37 @@ def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
     return columns
 
 
+def selection_of(args: argparse.Namespace) -> Selection | None:
+    """The selection the options ask for (``--selection`` or ``--per-task``), or None."""
+    if args.selection and args.per_task is not None:
+        raise SystemExit("--selection and --per-task exclude each other (a selection config sets per_task)")
+    if args.per_task is not None and args.per_task < 1:
+        raise SystemExit(f"--per-task must be >= 1, got {args.per_task}")
+    if args.selection:
+        return load_selection(args.selection)
+    if args.per_task is not None:
+        return Selection(per_task=args.per_task, seed=args.seed, name=f"per-task {args.per_task}, seed {args.seed}")
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    if not args.check and not args.out:
+        raise SystemExit("--out is required (or --check, which writes nothing)")
     subsets = [s.strip() for s in args.subsets.split(",") if s.strip()] if args.subsets else None
     try:
-        result = convert(args.source, args.src, args.out, limit=args.limit, subsets=subsets, lead_s=args.lead_s,
-                         tail_unknown_s=args.tail_s, columns=parse_columns(args.column))
+        options = dict(limit=args.limit, subsets=subsets, lead_s=args.lead_s, tail_unknown_s=args.tail_s,
+                       columns=parse_columns(args.column), backchannel_gt=args.backchannel_gt,
+                       selection=selection_of(args))
+        if args.check:
+            result = check(args.source, args.src, **options)
+        else:
+            result = convert(args.source, args.src, args.out, **options)
     except ConvertError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(summary(result, time.perf_counter() - started))
+    print(check_report(result, time.perf_counter() - started) if args.check
+          else summary(result, time.perf_counter() - started))
     return 0
 
 
@@ -74,6 +111,27 @@ def summary(result, seconds: float) -> str:
     total = sum(len(s.chunk_spans()) for s in sessions)
     lines.append(f"total            sessions={len(sessions):4d} chunks={total:6d} in {seconds:.1f} s"
                  f" -> {result.manifest}")
+    counts = ", ".join(f"{kind}={n}" for kind, n in sorted(result.warnings.items()))
+    lines.append(f"warnings         {counts or 'none'}")
+    return "\n".join(lines)
+
+
+def check_report(result, seconds: float) -> str:
+    """Per task type: sessions, audio hours and lengths, chunks, turns, expected tool calls, and how the
+    sessions spread over the source's subsets; then every warning kind with its count. Nothing was written."""
+    lines = []
+    sessions = result.sessions
+    for task in dict.fromkeys(s.task for s in sessions):
+        mine = [s for s in sessions if s.task == task]
+        lengths = [s.duration_s for s in mine]
+        lines.append(f"{task:16s} sessions={len(mine):4d} hours={sum(lengths) / 3600:6.2f} "
+                     f"seconds min/median/max={min(lengths):.1f}/{statistics.median(lengths):.1f}/{max(lengths):.1f} "
+                     f"chunks={sum(len(s.chunk_spans()) for s in mine):6d} turns={sum(len(s.turns) for s in mine):5d} "
+                     f"tool_calls={sum(len(s.expected.get('tool_calls') or []) for s in mine):4d}")
+        subsets = Counter(s.provenance.get("subset") for s in mine if s.provenance.get("subset"))
+        if subsets:
+            lines.append(f"{'':16s} subsets: " + ", ".join(f"{name}={n}" for name, n in subsets.items()))
+    lines.append(f"total            sessions={len(sessions):4d} in {seconds:.1f} s (checked; nothing written)")
     counts = ", ".join(f"{kind}={n}" for kind, n in sorted(result.warnings.items()))
     lines.append(f"warnings         {counts or 'none'}")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """Reference answers as the sources store them: one string, a list written as JSON or Python, or
-alternatives separated by ";" or "|".
+alternatives separated by ";" or "|". An alias field may also be one comma-separated string (TriviaQA's
+normalised aliases in OpenAudioBench): ``parse_aliases`` splits it; an answer keeps its commas.
 
 Example::
 
@@ -7,6 +8,8 @@ Example::
     ['Jamaican English', 'Jamaican Creole English Language']
     >>> parse_answers("Paris; City of Paris"), parse_answers("Washington, D.C.")
     (['Paris', 'City of Paris'], ['Washington, D.C.'])
+    >>> parse_aliases("mars, planet mars, red planet"), parse_aliases("['mars', 'the red planet']")
+    (['mars', 'planet mars', 'red planet'], ['mars', 'the red planet'])
     >>> number_aliases("7"), number_aliases("seven"), number_aliases("valid")
     (['seven'], ['7'], [])
 """
@@ -42,6 +45,14 @@ def parse_answers(value: Any) -> list[str]:
         if answer and answer.lower() not in (u.lower() for u in unique):
             unique.append(answer)
     return unique
+
+
+def parse_aliases(value: Any) -> list[str]:
+    """Like ``parse_answers``, but a plain string is also split at commas (one alias per comma-separated
+    part); lists, ";" and "|" are read as ``parse_answers`` reads them."""
+    if isinstance(value, str) and value.strip()[:1] not in "[({" and not any(s in value for s in ";|"):
+        return parse_answers([part for part in value.split(",")])
+    return parse_answers(value)
 
 
 def _decode(text: str) -> Any:

@@ -5,13 +5,12 @@ Published layout (Hugging Face audiofolder; ``--src`` is the repository folder):
     metadata.jsonl        one JSON object per question
     data/question_<i>.mp3
 
-The field names follow the dataset card and third-party loaders, not the real file (override with
-``--column ROLE=NAME``): ``id``, ``category`` (formal_fallacies, navigate, object_counting, web_of_lies),
-``official_answer`` (e.g. "valid", "Yes", "7") and ``file_name`` (relative to the folder, or to
-``data/``). A question
-text field (``transcript``, ``question`` or ``text``) is used when present; otherwise the turn text is
-empty. Task ``big_bench_audio``, id ``big_bench_audio-<id>``; the official answer is the reference answer
-(a small number also counts spelled out: "7" / "seven").
+The fields, as the loaders of the real file read them (override with ``--column ROLE=NAME``): ``id``,
+``category`` (formal_fallacies, navigate, object_counting, web_of_lies), ``official_answer`` (e.g.
+"valid", "Yes", "7") and ``file_name`` (relative to the folder, or to ``data/``). The real file has no
+question text, so the turn text is empty; a copy that adds one (``transcript``, ``question`` or ``text``)
+has it used. Task ``big_bench_audio``, id ``big_bench_audio-<id>``; the official answer is the reference
+answer (a small number also counts spelled out: "7" / "seven").
 """
 
 from __future__ import annotations
@@ -93,13 +92,19 @@ def field(row: dict, role: str, overrides: dict, where: str):
     return None
 
 
+def session_key(item: Item) -> tuple[str, str]:
+    """(task type, session id) of the session an item becomes: ``big_bench_audio-0007`` for id 7."""
+    if item.source_id.isdigit():
+        return TASK, f"{TASK}-{int(item.source_id):04d}"
+    return TASK, f"{TASK}-{safe_id(item.source_id)}"
+
+
 def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session:
     label = str(item.audio_path)
     clip = writer.read_audio(item.audio_path, label)
-    sid = int(item.source_id) if item.source_id.isdigit() else None
     return utterance_session(
         writer, clip, label,
-        session_id=f"{TASK}-{sid:04d}" if sid is not None else f"{TASK}-{safe_id(item.source_id)}",
+        session_id=session_key(item)[1],
         task=TASK,
         text=item.text,
         lead_s=options.lead_s,

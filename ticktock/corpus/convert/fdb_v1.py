@@ -1,6 +1,7 @@
 """Full-Duplex-Bench v1.0: pause handling, smooth turn-taking, backchannel and user interruption.
 
-Published layout (``--src`` is the ``v1_0/`` folder; ``--subsets`` picks some of them)::
+Published layout (``--src`` is the download folder, where the v1.0 subsets sit beside the v1.5 ones, or a
+``v1_0/`` folder of them; ``--subsets`` picks some; a doubled ``X/X/{ID}`` nesting is followed)::
 
     candor_pause_handling/{ID}/        input.wav, pause.json, transcription.json
     candor_turn_taking/{ID}/           input.wav, turn_taking.json, transcription.json
@@ -23,7 +24,13 @@ The session is input.wav as it is (resampled to 16 kHz mono), with the source's 
 * pause handling: ``behaviour.pause_spans`` from pause.json; the FDB protocol scores whether the model
   takes the turn at all, so the user turn has ``expects_response: false``.
 * smooth turn-taking: ``behaviour.turn_end_s`` / ``respond_after_s`` = turn_taking.json's start.
-* backchannel: the user talks (``role: statement``); there are no timed backchannel targets in the data.
+* backchannel: the user talks (``role: statement``). The timing targets are the official per-sample
+  ground truth ``icc_gt_distribution.json`` (FDB repository, ``v1_v1.5/evaluation/``; an object of sample
+  id -> probability of a backchannel in each 0.2 s window of input.wav), read from ``--backchannel-gt`` or
+  found next to the source (in ``--src``, the subset folder or their parents). It is kept as
+  ``behaviour.backchannel_distribution`` ``{"window_s": 0.2, "probabilities": [...]}`` and scored by
+  ``ticktock.scoring`` (``backchannel_jsd``, the official Jensen-Shannon distance); a sample the file
+  does not list is reported (``no_backchannel_gt``).
 * user interruption: turn 0 (``context``) spans the VAD speech before the interruption, turn 1
   (``interrupt``, role ``interruption``) the interrupt.json window; ``behaviour.barge_in_s``, script
   ``stop``.
@@ -33,11 +40,13 @@ Task ``fdb_v1``, id ``fdb_v1-<subset>-<ID>``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, safe_id, source_path
-from ticktock.corpus.convert.fdb_layout import clamp_span, read_json, require, sample_folders, span, speech_before
+from ticktock.corpus.convert.fdb_layout import (clamp_span, read_json, require, sample_folders, span, speech_before,
+                                                subset_folders)
 from ticktock.corpus.convert.vad import speech_spans
 from ticktock.corpus.convert.writer import CorpusWriter
 from ticktock.manifest import Session, Turn, Word
@@ -52,6 +61,9 @@ SUBSETS = {  # subset -> (kind, annotation file)
     "synthetic_user_interruption": ("user_interruption", "interrupt.json"),
 }
 AUDIBLE = 0.5  # a speaker whose words overlap the input's speech at least this much is in the audio
+VERSION_FOLDERS = ("v1_0", "v1.0", "v1")  # where a copy may keep the v1.0 subsets (default: --src itself)
+BACKCHANNEL_GT = "icc_gt_distribution.json"
+GT_WINDOW_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -61,34 +73,70 @@ class Item:
     folder: Path
     annotation: object  # decoded task JSON (None for backchannel)
     words: dict  # speaker -> tuple of (text, start_s, end_s), from transcription.json ({} when absent)
+    backchannel_gt: tuple[float, ...] | None = None  # this sample's ground-truth distribution
+    gt_path: Path | None = None  # the ground-truth file, when one was read for this subset
 
 
-def subset_list(options: Options, known) -> list[str]:
-    if options.subsets:
-        unknown = [s for s in options.subsets if s not in known]
-        if unknown:
-            raise ConvertError(f"--subsets: unknown subset(s) {unknown}; choose from {', '.join(known)}")
-        return list(options.subsets)
-    present = [s for s in known if (options.src / s).is_dir()]
-    if not present:
-        raise ConvertError(f"{options.src}: none of the subset folders {', '.join(known)} is there")
-    return present
+def session_key(item: Item) -> tuple[str, str]:
+    """(task type, session id) of the session an item becomes."""
+    return TASK, f"{TASK}-{item.subset}-{safe_id(item.folder.name)}"
 
 
 def read_items(options: Options) -> list[Item]:
     items: list[Item] = []
-    for subset in subset_list(options, SUBSETS):
+    for subset, folder in subset_folders(options, SUBSETS, VERSION_FOLDERS).items():
         kind, annotation_name = SUBSETS[subset]
-        folder = options.src / subset
-        if not folder.is_dir():
-            raise ConvertError(f"{folder}: subset folder not found")
+        gt_path = backchannel_gt_path(options, folder) if kind == "backchannel" else None
+        truth = read_backchannel_gt(gt_path) if gt_path else {}
         for sample in sample_folders(folder)[: options.limit]:
             require(sample / "input.wav")
             annotation = read_annotation(sample / annotation_name, kind) if annotation_name else None
             transcription = sample / "transcription.json"
             words = read_transcription(transcription) if transcription.is_file() else {}
-            items.append(Item(subset, kind, sample, annotation, words))
+            items.append(Item(subset, kind, sample, annotation, words, truth.get(sample.name), gt_path))
     return items
+
+
+def backchannel_gt_path(options: Options, subset_dir: Path) -> Path | None:
+    """``--backchannel-gt``, or ``icc_gt_distribution.json`` next to the source; None when there is none."""
+    if options.backchannel_gt is not None:
+        return options.backchannel_gt
+    for folder in dict.fromkeys((subset_dir, subset_dir.parent, options.src, options.src.parent)):
+        if (folder / BACKCHANNEL_GT).is_file():
+            return folder / BACKCHANNEL_GT
+    return None
+
+
+def read_backchannel_gt(path: Path) -> dict[str, tuple[float, ...]]:
+    """sample id -> the probability of a backchannel in each 0.2 s window (``icc_gt_distribution.json``)."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ConvertError(f"{path}: expected an object of sample id -> [probability per {GT_WINDOW_S} s window]")
+    truth = {}
+    for key, values in data.items():
+        numbers = values if isinstance(values, list) else []
+        if not numbers or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                  and v >= 0 for v in numbers):
+            raise ConvertError(f"{path}: entry {key!r}: expected a non-empty list of probabilities >= 0")
+        truth[str(key)] = tuple(float(v) for v in numbers)
+    return truth
+
+
+def backchannel_targets(item: Item, duration: float, writer, options: Options) -> tuple[dict, dict]:
+    """(behaviour fields, provenance fields) of the ground truth of a backchannel sample."""
+    if item.gt_path is None:
+        return {}, {}
+    label = source_path(item.gt_path, options.src)
+    if item.backchannel_gt is None:
+        writer.warn("no_backchannel_gt", f"{item.gt_path}: no entry for sample {item.folder.name!r} ({item.folder})")
+        return {}, {"backchannel_gt": label}
+    windows = int(duration / GT_WINDOW_S) + 1
+    if abs(len(item.backchannel_gt) - windows) > 1.0 / GT_WINDOW_S:
+        writer.warn("backchannel_gt_length", f"{item.gt_path}: entry {item.folder.name!r} has "
+                                             f"{len(item.backchannel_gt)} windows; {item.folder}/input.wav lasts "
+                                             f"{duration:.1f} s ({windows} windows of {GT_WINDOW_S} s)")
+    return ({"backchannel_distribution": {"window_s": GT_WINDOW_S, "probabilities": list(item.backchannel_gt)}},
+            {"backchannel_gt": label})
 
 
 def read_annotation(path: Path, kind: str) -> list[dict]:
@@ -207,7 +255,9 @@ def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session
             if reply:
                 user_turn = next(i for i, t in enumerate(turns) if t.speaker == "user")
                 script.append({"turn": user_turn, "action": "speak", "text": " ".join(w[0] for w in reply if w[0])})
-    sid = f"{TASK}-{item.subset}-{safe_id(item.folder.name)}"
+    gt_behaviour, gt_provenance = backchannel_targets(item, duration, writer, options)
+    behaviour.update(gt_behaviour)
+    _, sid = session_key(item)
     return Session(
         session_id=sid,
         task=TASK,
@@ -219,7 +269,7 @@ def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session
         provenance={"source": SOURCE, "source_id": f"{item.subset}/{item.folder.name}",
                     "source_path": source_path(item.folder, options.src), "subset": item.subset,
                     "source_sample_rate": clip.source_rate, "source_channels": clip.channels,
-                    "converter_version": CONVERTER_VERSION},
+                    "converter_version": CONVERTER_VERSION, **gt_provenance},
     )
 
 

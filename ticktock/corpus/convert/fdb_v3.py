@@ -1,27 +1,42 @@
 """Full-Duplex-Bench v3: spoken multi-step tool-calling requests with real disfluencies.
 
-Published layout (``--src`` is ``fdb_v3_data_released/`` or the folder holding it)::
+Published layout (``--src`` is ``fdb_v3_data_released/``, the folder holding it, or a doubled
+``fdb_v3_data_released/fdb_v3_data_released/`` as some unzip tools leave it)::
 
-    fdb_v3_data_released/{example_id}_{speaker_id}/input.wav       human recording, 48 kHz
+    fdb_v3_data_released/{example_id}_{speaker_id}/input.wav       human recording, 48 kHz (some 16 kHz)
     fdb_v3_data_released/{example_id}_{speaker_id}/metadata.json
 
-``metadata.json`` fields as described by a third-party loader (no real file checked): ``id``,
-``dialogue[0].user`` (the script the speaker read), ``dialogue[0].ai`` (the reference reply),
-``expected_tool_calls`` (``[{"function": name, "args": {...}}]``), ``difficulty``,
-``disfluency_features``, ``state_rollback_test``, ``state_rollback_details``
-(``{"original_param": {...}, "corrected_param": {...}}``), ``acting_notes``, ``latency_profile``;
-``domain``/``title`` are used when present.
+``{example_id}`` is the scenario (``ecommerce_09``), ``{speaker_id}`` 24 hex digits. ``metadata.json`` (the
+per-recording copy of the scenario, which the official scripts prefer over ``benchmark_data_v2.json``):
+``id``, ``title``, ``domain``, ``difficulty``, ``num_expected_calls``, ``dialogue`` (a list of
+``{"user", "ai"}`` entries: what the speaker read and the reference reply), ``expected_tool_calls``
+(``[{"function": name, "args": {...}}]``), ``disfluency_features`` (upper case: ``FILLER``, ``PAUSE``,
+``HESITATION``, ``FALSE_START``, ``SELF_CORRECTION``), ``state_rollback_test``, ``state_rollback_details``
+(``{"original_param": {...}, "corrected_param": {...}}``), ``acting_notes``, ``latency_profile``.
 
-The session is the whole recording (resampled to 16 kHz mono; its trailing room tone leaves room for the
-reply). One user request turn spans the speech the energy VAD finds, with the read script as its text (no
-word timings). ``tools`` are the 12 mock tools (``ticktock.mock_tools.TOOL_SCHEMAS``).
+The session is the whole recording (resampled to 16 kHz mono; its 20-40 s of trailing room tone leave room
+for the reply). Like the official evaluator:
+
+* the request is every ``dialogue`` entry's user text, joined (a self-correction may sit in a later entry);
+  the reference reply is the last entry's ``ai`` (``dialogue[-1].ai``). The entries are kept in
+  ``provenance.dialogue``; a dialogue of several entries is reported (``multi_entry_dialogue``);
+* the request turn (no word timings) spans the speech the energy VAD finds up to the first silence longer
+  than 2 s, not to the last speech in the recording: the room tone sometimes carries faint talk, which
+  would move the end by more than 10 s. The last speech found is ``provenance.last_speech_s``; speech after
+  the request end is reported (``request_end``).
+
+``behaviour.scenario`` is the scenario ``id`` (``ecommerce_09``), with ``title`` and ``num_expected_calls``
+beside it; disfluency names are lower case singular (``self_correction``, as in the synthetic corpus), the
+source's spelling in ``provenance.source_disfluencies``. ``tools`` are the 12 mock tools
+(``ticktock.mock_tools.TOOL_SCHEMAS``), which accept every call shape of the official agent tools.
 
 Expected calls are kept in ``{"function", "args"}`` form. Arguments that refer to an earlier result
 (``"$RESULT_0.products[0].product_id"``) are resolved by running the earlier expected calls on TickTock's
-mock tools, the same tools that answer the model during a run; the source's calls are kept in
-``provenance.source_tool_calls``. A placeholder that cannot be resolved stays as it is, with a warning.
-The script is the calls, then ``speak_after_tools`` with the reference reply. Task ``fdb_v3``, id
-``fdb_v3-<folder>``.
+mock tools, the same tools that answer the model during a run; ``$RESULT_i.cheapest_<item>_<field>`` (in
+the released data) reads the cheapest of the result's ``<item>s``. The source's calls are kept in
+``provenance.source_tool_calls``. A placeholder that cannot be resolved stays as it is, and a call the mock
+tools reject is reported (``unresolved``, ``mock_rejects``). The script is the calls, then
+``speak_after_tools`` with the reference reply. Task ``fdb_v3``, id ``fdb_v3-<folder>``.
 """
 
 from __future__ import annotations
@@ -33,7 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, safe_id, source_path
-from ticktock.corpus.convert.fdb_layout import read_json, require, sample_folders, speaker_of
+from ticktock.corpus.convert.fdb_layout import (example_of, read_json, require, sample_folders, speaker_of,
+                                                speech_until_gap, unnested)
 from ticktock.corpus.convert.vad import speech_spans
 from ticktock.corpus.convert.writer import CorpusWriter
 from ticktock.manifest import Session, Turn
@@ -44,6 +60,24 @@ TASK = "fdb_v3"
 DATA_FOLDER = "fdb_v3_data_released"
 PLACEHOLDER = re.compile(r"^\$RESULT_(\d+)((?:\.\w+|\[\d+\])*)$")
 TOOL_NAMES = frozenset(t["name"] for t in TOOL_SCHEMAS)
+MAX_REQUEST_GAP_S = 2.0  # the official end of the user's request: the speech before the first longer gap
+DOMAINS = {"ecommerce": "ecommerce_support", "finance": "finance_billing", "housing": "housing_location",
+           "travel": "travel_identity"}
+DISFLUENCY_NAMES = {"fillers": "filler", "pauses": "pause", "hesitations": "hesitation",
+                    "false_starts": "false_start", "self_corrections": "self_correction"}
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    """The ``dialogue`` entries of a recording: every user text, the reference reply (the last ``ai``)."""
+
+    user_texts: tuple[str, ...]
+    reply: str
+    entries: tuple[dict, ...]
+
+    @property
+    def request_text(self) -> str:
+        return " ".join(self.user_texts)
 
 
 @dataclass(frozen=True)
@@ -51,14 +85,19 @@ class Item:
     folder: Path
     meta: dict
     calls: tuple[dict, ...]
-    user_text: str
-    reply_text: str
+    dialogue: Dialogue
+
+    @property
+    def example_id(self) -> str:
+        return str(self.meta.get("id") or example_of(self.folder.name))
 
 
 def data_folder(src: Path) -> Path:
-    if (src / DATA_FOLDER).is_dir():
-        return src / DATA_FOLDER
-    return src
+    """The folder of recording folders: ``src/fdb_v3_data_released`` (doubled or not) or ``src`` itself."""
+    for candidate in (src / DATA_FOLDER, src / "v3" / DATA_FOLDER):
+        if candidate.is_dir():
+            return unnested(candidate)
+    return unnested(src)
 
 
 def read_items(options: Options) -> list[Item]:
@@ -74,10 +113,14 @@ def read_items(options: Options) -> list[Item]:
         meta = read_json(path)
         if not isinstance(meta, dict):
             raise ConvertError(f"{path}: expected a JSON object")
-        calls = tool_calls(meta.get("expected_tool_calls"), path)
-        user, reply = dialogue(meta.get("dialogue"), path)
-        items.append(Item(sample, meta, calls, user, reply))
+        items.append(Item(sample, meta, tool_calls(meta.get("expected_tool_calls"), path),
+                          read_dialogue(meta.get("dialogue"), path)))
     return items
+
+
+def session_key(item: Item) -> tuple[str, str]:
+    """(task type, session id) of the session an item becomes."""
+    return TASK, f"{TASK}-{safe_id(item.folder.name)}"
 
 
 def tool_calls(value: Any, path: Path) -> tuple[dict, ...]:
@@ -95,14 +138,30 @@ def tool_calls(value: Any, path: Path) -> tuple[dict, ...]:
     return tuple(calls)
 
 
-def dialogue(value: Any, path: Path) -> tuple[str, str]:
-    """(what the user reads, the reference reply) from ``dialogue[0]``."""
-    if not isinstance(value, list) or not value or not isinstance(value[0], dict):
-        raise ConvertError(f"{path}: 'dialogue' must be a list whose first entry has 'user' (and 'ai')")
-    user = value[0].get("user")
-    if not isinstance(user, str) or not user.strip():
-        raise ConvertError(f"{path}: dialogue[0].user is missing or empty")
-    return user.strip(), str(value[0].get("ai") or "").strip()
+def read_dialogue(value: Any, path: Path) -> Dialogue:
+    """Every entry of ``dialogue``: the user texts in order and the last entry's ``ai`` as the reply.
+
+    Example (a self-correction in the second entry)::
+
+        >>> d = read_dialogue([{"user": "Track order B O B.", "ai": "Sure."},
+        ...                    {"user": "Sorry, B O P.", "ai": "Order BOP is on its way."}], Path("metadata.json"))
+        >>> d.request_text, d.reply
+        ('Track order B O B. Sorry, B O P.', 'Order BOP is on its way.')
+    """
+    if not isinstance(value, list) or not value:
+        raise ConvertError(f"{path}: 'dialogue' must be a non-empty list of {{'user', 'ai'}} entries")
+    entries = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise ConvertError(f"{path}: dialogue[{i}] is not an object with 'user' (and 'ai')")
+        user, ai = entry.get("user"), entry.get("ai")
+        if not isinstance(user or "", str) or not isinstance(ai or "", str):
+            raise ConvertError(f"{path}: dialogue[{i}]: 'user' and 'ai' must be text")
+        entries.append({"user": (user or "").strip(), "ai": (ai or "").strip()})
+    users = tuple(e["user"] for e in entries if e["user"])
+    if not users:
+        raise ConvertError(f"{path}: no dialogue entry has user text (dialogue[i].user)")
+    return Dialogue(users, entries[-1]["ai"], tuple(entries))
 
 
 def resolve_calls(calls, warn, where: str) -> tuple[list[dict], list[dict]]:
@@ -132,14 +191,36 @@ def resolve_calls(calls, warn, where: str) -> tuple[list[dict], list[dict]]:
 
 
 def lookup(results: list[dict], index: int, path: str) -> Any:
-    """``results[index]`` followed along ``.key`` / ``[n]`` steps; None when a step is missing."""
+    """``results[index]`` followed along ``.key`` / ``[n]`` steps; None when a step is missing. A
+    ``.cheapest_<item>_<field>`` step reads ``<field>`` of the cheapest entry of the list ``<item>s``.
+
+    >>> lookup([{"apartments": [{"address": "9 Elm Road", "rent": 900}, {"address": "1 Oak Avenue", "rent": 800}]}],
+    ...        0, ".cheapest_apartment_address")
+    '1 Oak Avenue'
+    """
     value: Any = results[index]
     for key, number in re.findall(r"\.(\w+)|\[(\d+)\]", path):
         try:
             value = value[key] if key else value[int(number)]
         except (KeyError, IndexError, TypeError):
-            return None
+            value = cheapest_field(value, key) if key else None
+            if value is None:
+                return None
     return value if isinstance(value, (str, int, float, bool)) else None
+
+
+def cheapest_field(result: Any, key: str) -> Any:
+    """``cheapest_<item>_<field>``: ``<field>`` of the entry of ``result[<item>s]`` with the lowest price or
+    rent; None when ``key`` is not of that form or the result has no such list."""
+    match = re.fullmatch(r"cheapest_(\w+?)_(\w+)", key)
+    if match is None or not isinstance(result, dict):
+        return None
+    entries = result.get(f"{match.group(1)}s")
+    field = match.group(2)
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+        return None
+    cheapest = min(entries, key=lambda e: e.get("price", e.get("rent", 0)))
+    return cheapest.get(field, cheapest.get(f"{match.group(1)}_{field}"))
 
 
 def rollback(meta: dict) -> dict | None:
@@ -150,40 +231,73 @@ def rollback(meta: dict) -> dict | None:
             "corrected": details.get("corrected_param", details.get("corrected"))}
 
 
+def disfluency_names(features: Any) -> list[str]:
+    """Disfluency names as the synthetic corpus spells them: lower case, singular.
+
+    >>> disfluency_names(["FILLER", "SELF_CORRECTION", "false starts", "Pauses"])
+    ['filler', 'self_correction', 'false_start', 'pause']
+    """
+    names = []
+    for feature in features if isinstance(features, list) else []:
+        key = re.sub(r"[\s-]+", "_", str(feature).strip()).lower()
+        names.append(DISFLUENCY_NAMES.get(key, key))
+    return names
+
+
+def domain_of(meta: dict, example_id: str) -> str | None:
+    """``domain``, or the one the scenario id's prefix names (``ecommerce_09`` -> ecommerce_support)."""
+    return meta.get("domain") or DOMAINS.get(example_id.split("_", 1)[0])
+
+
+def request_span(spans, duration: float, wav: Path, writer: CorpusWriter) -> tuple[float, float]:
+    """The request: speech up to the first silence longer than ``MAX_REQUEST_GAP_S``; speech after it is
+    reported. The whole recording, when the VAD finds no speech (reported as silent)."""
+    span = speech_until_gap(spans, MAX_REQUEST_GAP_S)
+    if span is None:
+        return 0.0, duration
+    last = spans[-1][1]
+    if last - span[1] > MAX_REQUEST_GAP_S:
+        writer.warn("request_end", f"{wav}: the request ends at {span[1]:.2f} s (the speech before the first "
+                                   f"silence over {MAX_REQUEST_GAP_S:g} s); speech until {last:.2f} s is left out")
+    return span[0], min(span[1], duration)
+
+
+def check_metadata(item: Item, calls: list[dict], writer: CorpusWriter) -> None:
+    """Report a dialogue of several entries and a call count that disagrees with ``num_expected_calls``."""
+    path = item.folder / "metadata.json"
+    if len(item.dialogue.entries) > 1:
+        writer.warn("multi_entry_dialogue", f"{path}: dialogue has {len(item.dialogue.entries)} entries; the request "
+                                            f"is every user entry, the reference reply the last 'ai'")
+    wanted = item.meta.get("num_expected_calls")
+    if isinstance(wanted, int) and wanted != len(calls):
+        writer.warn("call_count", f"{path}: num_expected_calls is {wanted} but expected_tool_calls has {len(calls)}")
+
+
 def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session:
     wav = item.folder / "input.wav"
     clip = writer.read_audio(wav, str(wav))
     spans = speech_spans(clip.samples)
     writer.warn_if_silent(clip, spans, str(wav))
     duration = round(clip.duration_s, 6)
-    start, end = (spans[0][0], spans[-1][1]) if spans else (0.0, duration)
-    turn = Turn("user", "request", item.user_text, start, min(end, duration), (), True)
+    turn = Turn("user", "request", item.dialogue.request_text, *request_span(spans, duration, wav, writer), (), True)
     calls, results = resolve_calls(item.calls, writer.warn, str(item.folder / "metadata.json"))
+    check_metadata(item, calls, writer)
     script: list[dict] = [{"turn": 0, "action": "tool_call", "call": c} for c in calls]
-    if item.reply_text:
-        script.append({"turn": 0, "action": "speak_after_tools", "text": item.reply_text, "tool_results": results})
-    meta = item.meta
+    if item.dialogue.reply:
+        script.append({"turn": 0, "action": "speak_after_tools", "text": item.dialogue.reply, "tool_results": results})
+    meta, example = item.meta, item.example_id
     behaviour = {
         "type": "tool_calling",
-        "scenario": meta.get("scenario_id") or meta.get("title") or meta.get("id"),
-        "domain": meta.get("domain"),
+        "scenario": example,
+        "title": meta.get("title"),
+        "num_expected_calls": meta.get("num_expected_calls"),
+        "domain": domain_of(meta, example),
         "difficulty": meta.get("difficulty"),
-        "disfluencies": list(meta.get("disfluency_features") or []),
+        "disfluencies": disfluency_names(meta.get("disfluency_features")),
         "state_rollback": rollback(meta) if meta.get("state_rollback_test", True) else None,
         "respond_after_s": [turn.end_s],
     }
-    sid = f"{TASK}-{safe_id(item.folder.name)}"
-    provenance = {
-        "source": SOURCE, "source_id": str(meta.get("id", item.folder.name)),
-        "source_path": source_path(item.folder, options.src), "speaker_id": speaker_of(item.folder.name),
-        "source_sample_rate": clip.source_rate, "source_channels": clip.channels,
-        "converter_version": CONVERTER_VERSION,
-    }
-    for key in ("acting_notes", "latency_profile", "state_rollback_test"):
-        if key in meta:
-            provenance[key] = meta[key]
-    if calls != list(item.calls):
-        provenance["source_tool_calls"] = list(item.calls)
+    _, sid = session_key(item)
     return Session(
         session_id=sid,
         task=TASK,
@@ -193,5 +307,28 @@ def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session
         turns=(turn,),
         expected={"reference_answer": None, "answer_aliases": [], "tool_calls": calls, "script": script,
                   "behaviour": behaviour},
-        provenance=provenance,
+        provenance=provenance(item, clip, spans, calls, options),
     )
+
+
+def provenance(item: Item, clip, spans, calls: list[dict], options: Options) -> dict:
+    """Where the session came from, and the source's own spellings of what the session normalised."""
+    meta = item.meta
+    found = {
+        "source": SOURCE, "source_id": str(meta.get("id", item.folder.name)),
+        "source_path": source_path(item.folder, options.src),
+        "speaker_id": speaker_of(item.folder.name, item.example_id),
+        "source_sample_rate": clip.source_rate, "source_channels": clip.channels,
+        "dialogue": [dict(e) for e in item.dialogue.entries],
+        "last_speech_s": spans[-1][1] if spans else None,
+        "converter_version": CONVERTER_VERSION,
+    }
+    for key in ("acting_notes", "latency_profile", "state_rollback_test"):
+        if key in meta:
+            found[key] = meta[key]
+    features = meta.get("disfluency_features")
+    if isinstance(features, list) and disfluency_names(features) != features:
+        found["source_disfluencies"] = features
+    if calls != list(item.calls):
+        found["source_tool_calls"] = list(item.calls)
+    return found

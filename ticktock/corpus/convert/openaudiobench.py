@@ -12,7 +12,8 @@ are not verified here:
 * question: ``Questions`` (llama_questions), ``question`` (web_questions, trivia_qa)
 * answer: ``Answer`` (llama), ``answers`` (web: a list of alternatives), ``answer_normalized_value``
   (trivia), or another of ``COLUMNS["answer"]``; lists and ";"-separated alternatives become aliases
-* aliases (optional): ``answer_normalized_aliases`` (trivia)
+* aliases (optional): ``answer_normalized_aliases`` (trivia): a list, or one comma-separated string
+  (split into one alias per part)
 * audio: ``audio_filename``, relative to ``audios/``; without it, row i uses ``audios/<subset>_<i>.mp3``
 
 Without ``--subsets``, every one of the three subsets whose CSV is there is converted. Each question
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, source_path
-from ticktock.corpus.convert.answers import parse_answers
+from ticktock.corpus.convert.answers import parse_aliases, parse_answers
 from ticktock.corpus.convert.utterance import utterance_session
 from ticktock.corpus.convert.writer import CorpusWriter
 from ticktock.manifest import Session
@@ -118,7 +119,7 @@ def read_subset(csv_path: Path, subset: str, options: Options) -> list[Item]:
         answers = parse_answers(row.get(columns["answer"]))
         if columns["aliases"]:
             known = {a.lower() for a in answers}
-            answers += [a for a in parse_answers(row.get(columns["aliases"])) if a.lower() not in known]
+            answers += [a for a in parse_aliases(row.get(columns["aliases"])) if a.lower() not in known]
         name = (row.get(columns["audio"]) or "").strip() if columns["audio"] else f"{subset}_{row_number}.mp3"
         if not name:
             raise ConvertError(f"{where}: empty {columns['audio']!r}")
@@ -133,6 +134,11 @@ def audio_file(folder: Path, name: str) -> Path:
     return in_audios if in_audios.is_file() or not (folder / name).is_file() else folder / name
 
 
+def session_key(item: Item) -> tuple[str, str]:
+    """(task type, session id) of the session an item becomes."""
+    return item.subset, f"{item.subset}-{item.row:04d}"
+
+
 def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session:
     label = str(item.audio_path)
     clip = writer.read_audio(item.audio_path, label)
@@ -141,7 +147,7 @@ def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session
         writer.warn("no_answer", f"{item.csv_path}:{item.row + 2}: no reference answer")
     return utterance_session(
         writer, clip, label,
-        session_id=f"{item.subset}-{item.row:04d}",
+        session_id=session_key(item)[1],
         task=item.subset,
         text=item.question,
         lead_s=options.lead_s,

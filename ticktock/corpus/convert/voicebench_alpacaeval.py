@@ -83,6 +83,11 @@ def _audio_column(path: Path, group: int, column: str) -> list:
     return pq.ParquetFile(path).read_row_group(group, columns=[column]).column(0).to_pylist()
 
 
+def session_key(item: Item) -> tuple[str, str]:
+    """(task type, session id) of the session an item becomes."""
+    return TASK, f"{item.subset}-{item.index:04d}"
+
+
 def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session:
     column = {**COLUMNS, **options.columns}["audio"]
     label = f"{item.parquet} row {item.index}"
@@ -90,7 +95,7 @@ def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session
     clip = decode_cell(cell, item.parquet.parent, writer, label)
     return utterance_session(
         writer, clip, label,
-        session_id=f"{item.subset}-{item.index:04d}",
+        session_id=session_key(item)[1],
         task=TASK,
         text=item.prompt,
         lead_s=options.lead_s,

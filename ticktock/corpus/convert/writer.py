@@ -51,14 +51,17 @@ class SourceClip:
 
 
 class CorpusWriter:
-    """Stages a converted corpus in ``out`` and commits it at the end (see the module docstring)."""
+    """Stages a converted corpus in ``out`` and commits it at the end (see the module docstring). With
+    ``out=None`` it is a dry run (``--check``): audio is read and checked, nothing is written."""
 
-    def __init__(self, out: Path, warn: Callable[[str], None]):
-        self.out = Path(out)
+    def __init__(self, out: Path | None, warn: Callable[[str], None]):
+        self.out = Path(out) if out is not None else None
         self.warn_line = warn
         self.warnings: Counter = Counter()
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.staging = Path(tempfile.mkdtemp(dir=self.out, prefix=".convert-"))
+        self.staging: Path | None = None
+        if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.staging = Path(tempfile.mkdtemp(dir=self.out, prefix=".convert-"))
         self._staged: list[str] = []
 
     # -------------------------------------------------------------------------------------- audio in
@@ -114,13 +117,17 @@ class CorpusWriter:
 
         if session_id in self._staged:
             raise ConvertError(f"two sessions would get the same id {session_id!r}")
+        self._staged.append(session_id)
+        if self.out is None:
+            return Path("audio") / f"{session_id}.flac"
         soundfile.write(str(self.staging / f"{session_id}.flac"), np.clip(samples, -1.0, 1.0), SAMPLE_RATE,
                         format="FLAC", subtype="PCM_16")
-        self._staged.append(session_id)
         return self.out / "audio" / f"{session_id}.flac"
 
     def commit(self, sessions: Iterable[Session]) -> Path:
         """Move the staged audio into place, then write the manifest (atomically, last)."""
+        if self.out is None:
+            raise ValueError("a dry run (out=None) writes nothing and has nothing to commit")
         sessions = list(sessions)
         audio_dir = self.out / "audio"
         audio_dir.mkdir(exist_ok=True)
@@ -132,4 +139,5 @@ class CorpusWriter:
 
     def discard(self) -> None:
         """Remove the staging folder and whatever is in it."""
-        shutil.rmtree(self.staging, ignore_errors=True)
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)

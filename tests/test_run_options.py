@@ -1,0 +1,87 @@
+"""Run options, manifest durations and the timing-noise record, checked through the real runner (fixture model)."""
+
+import json
+
+import pytest
+
+from ticktock import runner
+from ticktock.errors import ConfigError
+from ticktock.manifest import ManifestError
+from ticktock.runner import RunOptionError, check_run_options, compose_run, run
+
+
+def config(manifest, *overrides, decoder="ar"):
+    return compose_run(decoder, "fixture", None, [f"task.manifest={manifest}", "task.tool_executor=null", *overrides])
+
+
+@pytest.mark.parametrize("override, message", [
+    ("limit.sessions=-1", "limit.sessions: must be null or an integer >= 1, got -1"),
+    ("limit.per_task=abc", "limit.per_task: must be null or an integer >= 1, got 'abc'"),
+    ("limit.chunks=0", "limit.chunks: must be null or an integer >= 1, got 0"),
+    ("limit.sessions=true", "limit.sessions: must be null or an integer >= 1, got True"),
+    ("seed=abc", "seed: must be an integer, got 'abc'"),
+    ("seed=1.5", "seed: must be an integer, got 1.5"),
+    ("sampling.top_k=-5", "sampling.top_k: must be an integer >= 0 (0: off), got -5"),
+    ("sampling.temperature=-1", "sampling.temperature: must be a number >= 0, got -1"),
+    ("sampling.top_p=2", "sampling.top_p: must be in (0, 1], got 2"),
+    ("+sampling.min_p=0.1", "sampling.min_p: unknown setting (known: temperature, top_k, top_p)"),
+    ("overwrite=yes", "overwrite: must be true or false, got 'yes'"),
+    ("skip_bad_sessions=1", "skip_bad_sessions: must be true or false, got 1"),
+    ("progress=maybe", "progress: must be true or false, got 'maybe'"),
+    ("audio_duration=maybe", "audio_duration: must be one of check, trust_audio, got 'maybe'"),
+    ("timing_noise.repeats=-1", "timing_noise.repeats: must be an integer >= 0 (0: no probe), got -1"),
+    ("timing_noise.every=0", "timing_noise.every: must be an integer >= 1, got 0"),
+    ("timing_noise.max_spread=0.5", "timing_noise.max_spread: must be a number >= 1 (slowest / fastest probe), got 0.5"),
+    ("decoder.num_pred=0", "decoder.num_pred: must be an integer >= 1, got 0"),
+])
+def test_every_run_option_is_checked_with_one_line_naming_key_value_and_what_is_allowed(small_manifest, override,
+                                                                                     message):
+    with pytest.raises(ConfigError) as failure:
+        check_run_options(config(small_manifest, override, decoder="pld"))
+    assert str(failure.value) == message
+
+
+def test_a_bad_option_stops_the_run_before_any_work(tmp_path, small_manifest, monkeypatch):
+    monkeypatch.setattr(runner, "build_engine", lambda *a: pytest.fail("the model was built"))
+    monkeypatch.setattr(runner, "select_sessions", lambda *a: pytest.fail("the manifest was read"))
+    with pytest.raises(RunOptionError, match="limit.sessions"):
+        run(config(small_manifest, "limit.sessions=-1"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_cost_profile_stops_the_run_naming_file_and_line(tmp_path, small_manifest):
+    profile = tmp_path / "neg.yaml"
+    profile.write_text("name: n\nquery_tokens: [1]\ncontext_tokens: [0]\nforward_ms:\n- [-100.0]\n")
+    with pytest.raises(ConfigError, match=r"neg.yaml:5: field 'forward_ms\[0\]\[0\]': must be a finite number >= 0"):
+        run(config(small_manifest, f"clock.profile={profile}"), tmp_path / "run")
+
+
+def edited_manifest(small_manifest, duration_s):
+    lines = [json.loads(line) for line in small_manifest.read_text().splitlines()]
+    lines[1]["duration_s"] = duration_s
+    path = small_manifest.parent / f"duration-{duration_s}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_a_duration_that_disagrees_with_the_audio_stops_the_run_before_the_model_is_built(tmp_path, small_manifest,
+                                                                                          monkeypatch):
+    manifest = edited_manifest(small_manifest, 30.0)
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "build_engine", lambda *a: pytest.fail("the model was built"))
+        with pytest.raises(ManifestError, match=rf"{manifest}:2: session 's1': duration_s is 30 s but its audio .*s1.flac "
+                                                 r"lasts 6.400 s \(23.6 s longer"):
+            run(config(manifest, "limit.chunks=2"), tmp_path / "checked")
+    summary = run(config(manifest, "audio_duration=trust_audio", "limit.sessions=2"), tmp_path / "trusted")
+    assert summary.counts["chunks"] == 14  # 2 sessions of 6.4 s: 7 chunks each, not 30 for s1
+
+
+def test_a_wall_clock_run_records_its_timing_noise_and_a_modeled_run_none(tmp_path, small_manifest):
+    wall = config(small_manifest, "clock=wall", "limit.chunks=2", "timing_noise.every=2", "timing_noise.repeats=2")
+    run(wall, tmp_path / "wall")
+    noise = json.loads((tmp_path / "wall" / "run.json").read_text())["timing_noise"]
+    assert [m["when"] for m in noise["measurements"]] == ["start", "after 2 sessions", "end"]
+    assert all(len(m["ms"]) == 2 for m in noise["measurements"]) and noise["median_ms"] > 0
+    assert noise["spread"] >= 1.0 and noise["max_spread"] == 1.5 and noise["noisy"] == (noise["spread"] > 1.5)
+    run(config(small_manifest, "limit.chunks=2", "limit.sessions=1"), tmp_path / "modeled")
+    assert json.loads((tmp_path / "modeled" / "run.json").read_text())["timing_noise"] is None

@@ -1,0 +1,434 @@
+"""One replay run, from its config to its run directory: building the model adapter, decoder, clock and task
+from the config, choosing the sessions, replaying them and writing the results (``ticktock.results.writer``).
+
+``python -m ticktock.run`` is the command line for one run; ``ticktock.main_job``, ``ticktock.probe``,
+``ticktock.calibrate`` and the benchmark scripts use these functions directly.
+
+Example::
+
+    cfg = compose_run("speclisten", "fixture", per_task=1, overrides=["limit.chunks=4"])
+    summary = run(cfg, Path("results/runs/fixture-speclisten"))   # resumes if the folder holds the same run
+    print(summary.line())
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from ticktock.errors import ConfigError
+from ticktock.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
+from ticktock.resources import register_resolver, resource_path
+
+register_resolver()
+
+
+def build(node: DictConfig, **kwargs):
+    """Instantiate a plug-in config (its ``name`` is a label kept by the harness, not an argument)."""
+    from hydra.utils import instantiate
+
+    spec = OmegaConf.to_container(node, resolve=True)
+    name = spec.pop("name", None)
+    try:
+        obj = instantiate(spec, **kwargs)
+    except Exception as err:  # Hydra wraps what the target raised: let an expected error through as it is
+        expected = _expected_cause(err)
+        if expected is None:
+            raise
+        raise expected from None
+    if name is not None and hasattr(obj, "name"):
+        obj.name = name
+    return obj
+
+
+def _expected_cause(err: BaseException):
+    """The ``TickTockError`` behind ``err`` (itself or a cause Hydra wrapped it in), or None."""
+    from ticktock.errors import TickTockError
+
+    while err is not None and not isinstance(err, TickTockError):
+        err = err.__cause__
+    return err
+
+
+# ------------------------------------------------------------------------------ run options, checked first
+
+class RunOptionError(ConfigError):
+    """A run option is not allowed; the message names the key, the value and what is allowed."""
+
+
+LIMITS = ("per_task", "sessions", "chunks")
+FLAGS = ("overwrite", "skip_bad_sessions", "progress")
+
+
+def check_run_options(cfg: DictConfig) -> None:
+    """Validate every run option before any work (before the manifest is read and the model is built).
+
+    ``limit.per_task`` / ``sessions`` / ``chunks``: null or an integer >= 1; ``overwrite``,
+    ``skip_bad_sessions``, ``progress``: true or false; ``audio_duration``: ``check`` or ``trust_audio``;
+    ``timing_noise.*`` (see ``configs/run.yaml``); ``seed`` and ``sampling.*`` (``Sampling``); the decoder's
+    settings and the clock (a modeled clock's cost profile) by building them. Each problem is one
+    ``ConfigError`` line naming the key, the value and what is allowed.
+
+    Example::
+
+        >>> check_run_options(compose_run("ar", "fixture", None, ["limit.sessions=-1"]))
+        Traceback (most recent call last):
+        ...
+        ticktock.runner.RunOptionError: limit.sessions: must be null or an integer >= 1, got -1
+        >>> check_run_options(compose_run("ar", "fixture", None, ["seed=abc"]))
+        Traceback (most recent call last):
+        ...
+        ticktock.decoders.selection.SamplingError: seed: must be an integer, got 'abc'
+    """
+    for key in LIMITS:
+        value = cfg.limit.get(key)
+        if value is not None and not _is_int(value, least=1):
+            raise RunOptionError(f"limit.{key}: must be null or an integer >= 1, got {value!r}")
+    for key in FLAGS:
+        if not isinstance(cfg.get(key), bool):
+            raise RunOptionError(f"{key}: must be true or false, got {cfg.get(key)!r}")
+    policy = cfg.get("audio_duration", "check")
+    if policy not in AUDIO_DURATION_POLICIES:
+        raise RunOptionError(f"audio_duration: must be one of {', '.join(AUDIO_DURATION_POLICIES)}, got {policy!r}")
+    _check_timing_noise(cfg.get("timing_noise") or {})
+    _check_sampling(cfg)
+    build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
+    build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
+
+
+def _is_int(value, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _check_timing_noise(options) -> None:
+    for key, least, allowed in (("repeats", 0, "an integer >= 0 (0: no probe)"), ("every", 1, "an integer >= 1")):
+        if not _is_int(options.get(key, least), least):
+            raise RunOptionError(f"timing_noise.{key}: must be {allowed}, got {options.get(key)!r}")
+    spread = options.get("max_spread", 1.5)
+    if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 1 <= spread < float("inf"):
+        raise RunOptionError(f"timing_noise.max_spread: must be a number >= 1 (slowest / fastest probe), got {spread!r}")
+
+
+def _check_sampling(cfg: DictConfig) -> None:
+    from dataclasses import fields
+
+    from ticktock.decoders.selection import Sampling, SamplingError
+
+    known = [f.name for f in fields(Sampling) if f.name != "seed"]
+    for key in cfg.sampling:
+        if key not in known:
+            raise SamplingError(f"sampling.{key}: unknown setting (known: {', '.join(known)})")
+    Sampling(seed=cfg.seed, **cfg.sampling)
+
+
+def noise_probe(cfg: DictConfig, engine):
+    """The run's timing-noise probe (``ticktock.clocks.noise``): only under a wall clock, unless
+    ``timing_noise.repeats=0``; None otherwise."""
+    from ticktock.clocks.noise import NoiseProbe
+    from ticktock.clocks.wall import WallClock
+
+    options = cfg.get("timing_noise") or {}
+    if not isinstance(engine.clock, WallClock) or not options.get("repeats", 0):
+        return None
+    return NoiseProbe(engine.adapter, options["repeats"], options.get("every", 10), options.get("max_spread", 1.5))
+
+
+def interrupted_note(run_dirs: list[Path]) -> str:
+    """What interrupted runs kept and how to resume, from their run.json files, e.g.
+    ``3 of 12 sessions kept in results/runs/x; run the same command again to resume``."""
+    kept = total = 0
+    for run_dir in run_dirs:
+        try:
+            meta = json.loads((Path(run_dir) / "run.json").read_text())
+        except (OSError, ValueError):
+            continue
+        kept += (meta.get("row_counts") or {}).get("sessions", 0)
+        total += meta.get("sessions_total") or 0
+    where = str(run_dirs[0]) if len(run_dirs) == 1 else f"{len(run_dirs)} run folders"
+    return f"{kept} of {total} sessions kept in {where}; run the same command again to resume"
+
+
+def identity(cfg: DictConfig) -> dict:
+    """What makes two runs the same run (resume is allowed only into a run with the same identity)."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    return {
+        "model": plain["model"],
+        "decoder": plain["decoder"],
+        "task": plain["task"],
+        "clock": plain["clock"],
+        "sampling": plain["sampling"],
+        "seed": plain["seed"],
+        "chunks_limit": plain["limit"]["chunks"],
+    }
+
+
+def first_per_task(sessions: list, per_task: int | None) -> list:
+    """Keep the first ``per_task`` sessions of every task type (all when None), in manifest order."""
+    if per_task is None:
+        return sessions
+    seen: dict[str, int] = {}
+    kept = []
+    for session in sessions:
+        seen[session.task] = seen.get(session.task, 0) + 1
+        if seen[session.task] <= per_task:
+            kept.append(session)
+    return kept
+
+
+def run_id_for(ident: dict, run_dir: Path) -> str:
+    digest = hashlib.sha256(json.dumps([ident, str(run_dir.resolve())], sort_keys=True).encode()).hexdigest()
+    return f"{ident['model']['name']}-{ident['decoder']['name']}-{ident['clock']['name']}-{digest[:8]}"
+
+
+def environment(adapter) -> dict:
+    import torch
+
+    versions = {}
+    for package in ("ticktock", "torch", "transformers", "numpy", "pyarrow", "hydra-core", "tokenizers"):
+        try:
+            from importlib.metadata import version
+
+            versions[package] = version(package)
+        except Exception:
+            versions[package] = None
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": _cpu_name(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "git_sha": _git_sha(),
+        "versions": versions,
+        "model": adapter.describe(),
+    }
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=resource_path("configs").parent,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    run_id: str
+    sessions: int
+    skipped: int
+    counts: dict
+    stats: dict
+
+    def line(self) -> str:
+        s = self.stats
+        return (
+            f"run {self.run_id}: {self.sessions} sessions ({self.skipped} skipped), {self.counts.get('chunks', 0)} chunks | "
+            f"post-audio mean {s.get('post_audio_ms', 0):.1f} ms ({s.get('clock')}) | speak {s.get('speak_ms', 0):.1f} ms | "
+            f"#MAT {s.get('mat', 0):.2f} | deadline misses {100 * s.get('miss_rate', 0):.1f}% | -> {self.run_dir}"
+        )
+
+
+def chunk_stats(path: Path, clock: str) -> dict:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["kind", "post_audio_ms", "num_output_tokens", "num_post_audio_forwards", "missed_deadline"])
+    rows = table.to_pydict()
+    n = len(rows["kind"])
+    if not n:
+        return {"clock": clock}
+    speak = [ms for ms, kind in zip(rows["post_audio_ms"], rows["kind"]) if kind == "speak"]
+    forwards = sum(rows["num_post_audio_forwards"])
+    return {
+        "clock": clock,
+        "post_audio_ms": sum(rows["post_audio_ms"]) / n,
+        "speak_ms": sum(speak) / len(speak) if speak else 0.0,
+        "mat": sum(rows["num_output_tokens"]) / forwards if forwards else 0.0,
+        "miss_rate": sum(rows["missed_deadline"]) / n,
+    }
+
+
+def select_sessions(cfg: DictConfig, task) -> list:
+    """The task's sessions after the limits; a missing audio file stops the run here unless skipped, and so does
+    a ``duration_s`` that disagrees with its audio's header unless ``audio_duration=trust_audio``."""
+    from ticktock.audio import AudioError
+
+    sessions = first_per_task(task.sessions(), cfg.limit.get("per_task"))[: cfg.limit.sessions]
+    missing = [s for s in sessions if not s.audio_path.is_file()]
+    if missing and not cfg.skip_bad_sessions:
+        raise AudioError(f"{missing[0].audio_path}: audio file not found (session {missing[0].session_id}; "
+                         f"{len(missing)} sessions affected; skip_bad_sessions=true skips them)")
+    return check_audio_durations(sessions, cfg.get("audio_duration", "check"), skip_unreadable=cfg.skip_bad_sessions)
+
+
+def build_engine(cfg: DictConfig, task):
+    """The model adapter, decoder, clock and token selector of a run, wired into one replay engine."""
+    from ticktock.decoders.selection import Sampling
+    from ticktock.engine import ReplayEngine
+
+    adapter = build(cfg.model)
+    decoder = build(cfg.decoder)
+    clock = build(cfg.clock, synchronize=adapter.synchronize)
+    sampling = Sampling(seed=cfg.seed, **cfg.sampling)
+    return ReplayEngine(adapter, decoder, clock, sampling, task.injector(), cfg.limit.chunks)
+
+
+def sessions_to_replay(sessions: list, writer, out=None) -> list:
+    """The sessions a (resumed) run still has to replay: those not completed yet, and completed ones whose
+    manifest line or audio changed since (``ticktock.results.fingerprint``). A changed session's parts are removed
+    and one line names it and what changed (on ``out``, default stderr), e.g.
+    ``resume: session s1: audio file changed since its results were written; replaying it``."""
+    from ticktock.results.fingerprint import changes, session_fingerprint
+
+    recorded, todo = writer.fingerprints(), []
+    for session in sessions:
+        if session.session_id in recorded:
+            changed = changes(recorded[session.session_id], session_fingerprint(session))
+            if not changed:
+                continue
+            print(f"resume: session {session.session_id}: {' and '.join(changed)} changed since its results were "
+                  "written; replaying it", file=out or sys.stderr)
+            writer.forget(session.session_id)
+        todo.append(session)
+    return todo
+
+
+def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None, noise=None) -> list[dict]:
+    """Replay and write every session (with its input fingerprint); returns the sessions skipped for bad audio.
+    ``heartbeat`` (a ``liveness.Heartbeat``) is offered a beat after every chunk and every session; ``noise`` (a
+    ``clocks.noise.NoiseProbe``, wall-clock runs) measures before sessions and at the end."""
+    from tqdm.auto import tqdm
+
+    from ticktock.audio import AudioError, load_audio
+    from ticktock.results.fingerprint import session_fingerprint
+    from ticktock.results.rows import chunk_rows, forward_rows, session_row
+
+    skipped, adapter = [], engine.adapter
+
+    def chunk_done():
+        bar.update(1)
+        if heartbeat is not None:
+            heartbeat.beat()
+
+    chunks_total = sum(len(s.chunk_spans()[: cfg.limit.chunks]) for s in sessions)
+    bar = tqdm(total=chunks_total, desc=f"{cfg.decoder.name} chunks", unit="chunk", disable=not cfg.progress, file=sys.stderr)
+    with bar:
+        for session in tqdm(sessions, desc="sessions", unit="session", disable=not cfg.progress, file=sys.stderr, position=1):
+            if noise is not None:
+                noise.before_session()
+            fingerprint = session_fingerprint(session)  # before reading: what was replayed is at most this new
+            try:
+                audio = load_audio(session.audio_path)
+            except AudioError as err:
+                if not cfg.skip_bad_sessions:
+                    raise
+                skipped.append({"session_id": session.session_id, "error": str(err)})
+                continue
+            trace = engine.replay(session, audio, on_chunk=chunk_done)
+            chunks = chunk_rows(trace, labels, adapter)
+            writer.write_session(session.session_id, chunks, {**session_row(trace, labels, chunks, adapter), **fingerprint},
+                                 forward_rows(trace, labels["run_id"]))
+            if heartbeat is not None:
+                heartbeat.session_done()
+    if noise is not None:
+        noise.finish()
+    return skipped
+
+
+def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
+    """Replay every session of ``cfg.task`` into ``run_dir`` (resuming completed sessions), holding the folder's
+    lock (``ticktock.results.lock``) for the whole run: a second writer into the folder is refused."""
+    from ticktock.results.lock import RunLock
+
+    check_run_options(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with RunLock(run_dir, lock_about(cfg)) as lock:
+        if lock.stale_note():
+            print(lock.stale_note(), file=sys.stderr)
+        return replay_run(cfg, run_dir)
+
+
+def lock_about(cfg: DictConfig) -> dict:
+    """What the run folder's lock says about its holder (shown to a refused second writer)."""
+    return {"decoder": cfg.decoder.name, "model": cfg.model.name, "clock": cfg.clock.name, "task": cfg.task.get("name")}
+
+
+def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
+    """The run under the folder's lock: build, select the sessions still to replay, replay them, write.
+
+    run.json says "running" with a heartbeat (``ticktock.results.liveness``) until the run ends, then its status.
+    """
+    import torch
+
+    from ticktock.results.liveness import Heartbeat, heartbeat
+    from ticktock.results.schema import SCHEMA_VERSION
+    from ticktock.results.writer import RunWriter
+
+    torch.manual_seed(cfg.seed)
+    task = build(cfg.task)
+    sessions = select_sessions(cfg, task)
+    engine = build_engine(cfg, task)
+    ident = {**identity(cfg), "weights": engine.adapter.describe().get("weights_fingerprint")}
+    writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
+    run_id = run_id_for(ident, run_dir)
+    labels = {"run_id": run_id, "model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
+    noise = noise_probe(cfg, engine)  # wall clock only; its record fills in as the run measures
+    meta = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "config": OmegaConf.to_container(cfg, resolve=True),
+            "clock": engine.clock.describe(), "environment": environment(engine.adapter),
+            "decoder": {"lossless": engine.decoder.lossless, **engine.decoder.describe()}, "started": time.time(),
+            "sessions_total": len(sessions), "timing_noise": noise.record if noise else None}
+    todo = sessions_to_replay(sessions, writer)
+    beat = Heartbeat(lambda record: writer.write_run_json({**meta, "status": "running", "heartbeat": record}),
+                     sessions_done=len(sessions) - len(todo))
+    beat.beat(force=True)
+    status, skipped = "interrupted", []
+    try:
+        skipped = replay_sessions(cfg, engine, todo, writer, labels, beat, noise)
+        status = "complete"
+    except Exception as err:
+        status = f"failed: {type(err).__name__}: {err}"
+        raise
+    finally:  # also on Ctrl-C: every completed session stays in the consolidated tables
+        counts = writer.consolidate()
+        writer.write_run_json({**meta, "status": status, "finished": time.time(), "skipped_sessions": skipped,
+                               "row_counts": counts, "heartbeat": heartbeat(counts.get("sessions", 0))})
+    stats = chunk_stats(run_dir / "chunks.parquet", cfg.clock.name)
+    return RunSummary(run_dir, run_id, counts.get("sessions", 0), len(skipped), counts, stats)
+
+
+def compose_run(decoder: str, model: str, per_task: int | None, overrides: list[str]) -> DictConfig:
+    """The run config of ``configs/run.yaml`` for one decoder and model, ``per_task`` sessions of each task type
+    (all when None), no progress bars, then ``overrides`` (e.g. ``["clock=wall"]``). An override Hydra cannot
+    apply (an unknown config, a key that does not exist) is a ``RunOptionError``."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    from ticktock.errors import one_line
+
+    register_resolver()
+    with initialize_config_dir(config_dir=str(resource_path("configs")), version_base=None):
+        limit = "null" if per_task is None else str(per_task)
+        try:
+            return compose("run", overrides=[f"decoder={decoder}", f"model={model}", f"limit.per_task={limit}",
+                                             "progress=false", *overrides])
+        except HydraException as err:
+            raise RunOptionError(one_line(err)) from None

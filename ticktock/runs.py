@@ -1,0 +1,95 @@
+"""``python -m ticktock.runs <folder>...``: the runs under folders, one line each, and where each one stands.
+
+Columns: run id; model/decoder/clock/task; status (complete, running, interrupted, failed: read from run.json
+and the run's heartbeat, ``ticktock.results.liveness``); sessions done / total (completed per-session parts);
+the last heartbeat and how long ago it was. A run folder whose run.json cannot be read is listed as
+"unreadable" with the reason. Reads only run.json and file names (no parquet, no torch); exits 2 with one line
+when a folder does not exist or holds no runs.
+
+Example::
+
+    python -m ticktock.runs results/runs
+
+    >>> print(format_rows([{"run": "m-ar-modeled-1a2b3c4d", "what": "m/ar/modeled/mini", "status": "interrupted",
+    ...                     "sessions": "3/8", "heartbeat": "2025-01-02 03:04:05 (2 h ago)", "path": "results/x"}]))
+    run                    model/decoder/clock/task  status       sessions  last heartbeat                 path
+    m-ar-modeled-1a2b3c4d  m/ar/modeled/mini         interrupted  3/8       2025-01-02 03:04:05 (2 h ago)  results/x
+    >>> ago(75.0), ago(7200.0), ago(3 * 86400.0)
+    ('1 min ago', '2 h ago', '3 d ago')
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from ticktock.results.liveness import run_state
+
+COLUMNS = {"run": "run", "what": "model/decoder/clock/task", "status": "status", "sessions": "sessions",
+           "heartbeat": "last heartbeat", "path": "path"}
+
+
+def run_folders(folder: Path) -> list[Path]:
+    """Every run folder (holding run.json) at or under ``folder``, not looking inside a run's parts."""
+    if (folder / "run.json").is_file():
+        return [folder]
+    return sorted(p.parent for p in folder.rglob("run.json") if "parts" not in p.parent.relative_to(folder).parts)
+
+
+def ago(seconds: float) -> str:
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{seconds:.0f} s ago"
+
+
+def describe(path: Path, now: float | None = None) -> dict:
+    """One row: what the run is and where it stands."""
+    now = time.time() if now is None else now
+    try:
+        meta = json.loads((path / "run.json").read_text())
+        mtime = (path / "run.json").stat().st_mtime
+        config = meta["config"]
+        names = [config[k]["name"] if isinstance(config.get(k), dict) else "?" for k in ("model", "decoder", "clock", "task")]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        reason = f"unreadable: {type(err).__name__}: {err}".splitlines()[0]
+        return {"run": path.name, "what": "?", "status": reason, "sessions": "?", "heartbeat": "?", "path": str(path)}
+    beat = meta.get("heartbeat") or {}
+    updated = beat.get("updated", mtime)
+    done = len(list((path / "parts").glob("*.sessions.parquet")))
+    return {"run": meta.get("run_id", path.name), "what": "/".join(map(str, names)), "status": run_state(meta, mtime, now),
+            "sessions": f"{done}/{meta.get('sessions_total', '?')}",
+            "heartbeat": f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(updated))} ({ago(max(0.0, now - updated))})",
+            "path": str(path)}
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The rows as an aligned text table with a header."""
+    table = [list(COLUMNS.values())] + [[str(row[key]) for key in COLUMNS] for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ticktock.runs", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", type=Path, help="folders holding run folders (searched recursively)")
+    args = parser.parse_args(argv)
+    rows = []
+    for folder in args.folders:
+        if not folder.is_dir():
+            print(f"error: {folder}: no such folder", file=sys.stderr)
+            return 2
+        found = run_folders(folder)
+        if not found:
+            print(f"error: {folder}: no runs found (a run folder holds run.json)", file=sys.stderr)
+            return 2
+        rows += [describe(path) for path in found]
+    print(format_rows(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
