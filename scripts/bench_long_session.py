@@ -57,17 +57,21 @@ def replay(adapter, session, audio):
     return ReplayEngine(adapter, ARDecoder(), clock).replay(session, audio)
 
 
+def per_minute(chunks, value) -> list[float]:
+    """The median of ``value`` over each minute's chunks."""
+    minutes = [chunks[i : i + 60] for i in range(0, len(chunks) - 59, 60)]
+    return [statistics.median(value(c) for c in minute) for minute in minutes]
+
+
 def summary(trace) -> dict:
     chunks = trace.chunks
-    first, last = chunks[:60], chunks[-60:]
     return {
         "chunks": len(chunks),
         "max_context": max(c.counters.context_tokens for c in chunks),
         "evictions": sum(1 for c in chunks if c.counters.evicted_tokens),
-        "wall_first": statistics.median(c.post_audio_wall_ms for c in first),
-        "wall_last": statistics.median(c.post_audio_wall_ms for c in last),
-        "modeled_first": statistics.mean(c.timing.latency_ms for c in first),
-        "modeled_last": statistics.mean(c.timing.latency_ms for c in last),
+        "wall": per_minute(chunks, lambda c: c.post_audio_wall_ms),
+        "context": per_minute(chunks, lambda c: c.counters.context_tokens),
+        "modeled": per_minute(chunks, lambda c: c.timing.latency_ms),
         "outputs": [c.output for c in chunks],
     }
 
@@ -91,12 +95,11 @@ def main() -> None:
           f"real corpus audio, {args.repeats} interleaved runs; wall = this machine, modeled = a100-8b-derived profile")
     for name, results in runs.items():
         r = results[0]
-        wall_first = statistics.median(x["wall_first"] for x in results)
-        wall_last = statistics.median(x["wall_last"] for x in results)
-        print(f"  {name:26s} chunks {r['chunks']}, max context {r['max_context']} positions, {r['evictions']} evictions | "
-              f"post-audio wall ms/chunk (median) first minute {wall_first:.1f}, last minute {wall_last:.1f} "
-              f"(x{wall_last / wall_first:.2f}) | modeled ms/chunk first {r['modeled_first']:.1f}, "
-              f"last {r['modeled_last']:.1f}")
+        wall = [statistics.median(x["wall"][m] for x in results) for m in range(len(r["wall"]))]
+        print(f"  {name}: {r['chunks']} chunks, max context {r['max_context']} positions, {r['evictions']} evictions")
+        print(f"    per minute, median context positions: {' '.join(f'{v:.0f}' for v in r['context'])}")
+        print(f"    per minute, median post-audio wall ms/chunk (median of runs): {' '.join(f'{v:.1f}' for v in wall)}")
+        print(f"    per minute, median modeled ms/chunk: {' '.join(f'{v:.1f}' for v in r['modeled'])}")
     same = [a == b for a, b in zip(*(results[0]["outputs"] for results in runs.values()))]
     print(f"  chunks with identical outputs in both variants: {sum(same)}/{len(same)} "
           f"(first difference at chunk {same.index(False) if False in same else '-'})")
