@@ -3,7 +3,9 @@ changed between a run and its resume, a run killed hard (then listed, tabled and
 
 import hashlib
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -73,7 +75,12 @@ def test_a_run_into_a_folder_another_run_is_writing_is_refused_and_the_first_run
     first = subprocess.Popen(run_args(manifest, run_dir, "decoder=ar"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     wait_for_a_completed_session(run_dir, first)
-    second = run_cli(manifest, run_dir, "decoder=pld", "overwrite=true")
+    os.kill(first.pid, signal.SIGSTOP)  # paused mid-run, still holding the lock: no race with a fast first run
+    try:
+        assert first.poll() is None, "the first run ended before the second could try"
+        second = run_cli(manifest, run_dir, "decoder=pld", "overwrite=true")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
     out, err = first.communicate(timeout=600)
     assert second.returncode != 0 and f"locked by another run (pid {first.pid} on host " in second.stderr, second.stderr[-2000:]
     assert "decoder ar, model fixture, clock modeled" in second.stderr
