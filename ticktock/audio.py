@@ -73,10 +73,21 @@ def level_problem(data: np.ndarray) -> str | None:
     peak = float(np.max(np.abs(data))) if data.size else 0.0
     if peak > FAR_OUTSIDE:
         return f"samples far outside [-1, 1] (peak {peak:g}): the file is probably scaled wrongly"
-    clipped = float(np.max(np.mean(np.abs(data) >= FULL_SCALE, axis=0))) if data.size else 0.0
+    clipped = clipped_fraction(data)
     if clipped >= CLIPPED_FRACTION:
         return f"audio is clipped ({clipped:.2%} of the samples at full scale)"
     return None
+
+
+def clipped_fraction(data: np.ndarray) -> float:
+    """The largest share of one channel's samples at full scale (``data``: [samples, channels] floats).
+
+    Example::
+
+        >>> clipped_fraction(np.array([[0.2, 1.0], [1.0, 1.0]], dtype=np.float32))
+        1.0
+    """
+    return float(np.max(np.mean(np.abs(data) >= FULL_SCALE, axis=0))) if data.size else 0.0
 
 
 def audio_header(path: str | Path) -> tuple[float, int]:

@@ -285,6 +285,7 @@ class HFUnitAdapter(ModelAdapter):
             "device": str(self.device),
             "attn_implementation": config._attn_implementation,
             "audio_embeds_per_second": self.frontend.embeds_per_second,
+            "context": self.context_policy().describe(),
             "weights_fingerprint": self.weights_fingerprint(),
         }
 

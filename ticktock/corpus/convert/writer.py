@@ -26,12 +26,10 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ticktock.audio import SAMPLE_RATE, resample
+from ticktock.audio import CLIPPED_FRACTION, SAMPLE_RATE, clipped_fraction, resample
 from ticktock.corpus.convert import ConvertError
 from ticktock.manifest import Session, write_manifest
 
-FULL_SCALE = 0.99  # a sample at or above this magnitude sits at full scale
-CLIPPED_FRACTION = 0.001  # clipped: at least this share of the samples of some channel at full scale
 SILENT_PEAK = 10 ** (-60 / 20)  # silent: no sample louder than -60 dBFS
 
 
@@ -93,7 +91,7 @@ class CorpusWriter:
             raise ConvertError(f"{label}: audio has NaN or infinite samples")
         if rate <= 0:
             raise ConvertError(f"{label}: invalid sample rate {rate}")
-        clipped = float(np.max(np.mean(np.abs(data) >= FULL_SCALE, axis=0)))
+        clipped = clipped_fraction(data)
         peak = float(np.max(np.abs(data)))
         if clipped >= CLIPPED_FRACTION:
             self.warn("clipped", f"{label}: audio is clipped ({clipped:.2%} of the samples at full scale)")
