@@ -16,6 +16,11 @@ Writes configs/profiles/a100-8b-derived.yaml. The model of one bf16 forward at b
 - encode_ms = 85 ms per chunk: streaming Whisper-medium encoder + projection + per-unit runtime work,
   chosen so that a listen chunk keeps the GPU busy ~11% of the chunk (the paper: idle 70-89%).
 
+Batched steps (sessions sharing the GPU, ``concurrency.batching=true``) follow the same bandwidth model: a
+step of B forwards reads the weights once and each session's KV cache padded to the longest, which is
+exactly ``ms(sum q_i, B x max ctx)``, so ``batch_factor`` is 1.0 for B = 1, 2, 4, 8. The context grid runs
+to 65536 so that eight sessions' padded contexts (8 x 8192) stay on the grid.
+
 Run: python scripts/derive_a100_profile.py
 """
 
@@ -28,7 +33,8 @@ from ticktock.clocks.modeled import CostProfile
 HOST_MS, WEIGHTS_MS, GEMM_MS_PER_TOKEN = 16.5, 10.3, 0.082
 ELEMENTWISE_MS_PER_TOKEN, KV_MS_PER_TOKEN = 0.03, 147e3 / 1.6e12 * 1e3
 QUERY = [1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256]
-CONTEXT = [0, 1024, 2048, 4096, 8192, 16384]
+CONTEXT = [0, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+BATCH_SIZES = [1, 2, 4, 8]
 
 
 def forward_ms(q: int, ctx: int) -> float:
@@ -42,12 +48,16 @@ def main() -> Path:
         context_tokens=CONTEXT,
         forward_table=[[forward_ms(q, c) for c in CONTEXT] for q in QUERY],
         encode_ms=85.0,
+        batch_sizes=BATCH_SIZES,
+        batch_factor=[1.0] * len(BATCH_SIZES),
         model="8B dense decoder (Qwen3-8B backbone, as in MiniCPM-o 4.5 / Gander), bf16, batch 1",
         device="NVIDIA A100-80GB (derived, not measured)",
         provenance=(
             "DERIVED, not measured: bandwidth/compute model anchored on the paper's AR latencies "
             "(onset 417-1089 ms, tool-call 1827-2623 ms, listen chunks idle 70-89%); see "
-            "scripts/derive_a100_profile.py. Replace with `ticktock calibrate` output from a real GPU."
+            "scripts/derive_a100_profile.py. Batched steps: the same bandwidth model (weights read once, each "
+            "session's KV padded to the longest) is exactly forward_ms(sum q, B x max context), so batch_factor "
+            "is 1.0. Replace with `ticktock calibrate` output from a real GPU."
         ),
     )
     path = Path(__file__).resolve().parent.parent / "ticktock" / "configs" / "profiles" / "a100-8b-derived.yaml"

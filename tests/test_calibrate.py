@@ -1,18 +1,57 @@
 import subprocess
 import sys
 
+import pytest
+
 from ticktock.clocks.modeled import CostProfile
 
 
-def test_calibrate_writes_a_loadable_measured_profile(tmp_path):
+def calibrate(tmp_path, *overrides):
     out = tmp_path / "profile.yaml"
     result = subprocess.run(
         [sys.executable, "-m", "ticktock.calibrate", "model=fixture", f"out={out}", "repeats=2", "warmup=1",
-         "query_tokens=[1,8]", "context_tokens=[0,64]", f"hydra.run.dir={tmp_path / 'hydra'}"],
+         "query_tokens=[1,8]", "context_tokens=[0,64]", f"hydra.run.dir={tmp_path / 'hydra'}", *overrides],
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    profile = CostProfile.load(out)
+    return out, result.stdout
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """One calibration of the fixture model with the configured batch sizes (shared by the tests below)."""
+    return calibrate(tmp_path_factory.mktemp("calibrate"))
+
+
+def test_calibrate_writes_a_loadable_measured_profile(calibrated):
+    profile = CostProfile.load(calibrated[0])
     assert profile.query_tokens == [1, 8] and profile.context_tokens == [0, 64]
     assert all(v > 0 for row in profile.forward_table for v in row) and profile.encode_ms > 0
     assert profile.provenance.startswith("MEASURED") and "fixture" in profile.model
+
+
+def test_calibrate_measures_batch_factors(calibrated):
+    out, stdout = calibrated
+    profile = CostProfile.load(out)
+    assert profile.batches and profile.batch_sizes == [1, 2, 4, 8]  # configs/calibrate.yaml
+    assert profile.batch_factor[0] == 1.0 and len(profile.batch_factor) == 4
+    assert all(f > 0 for f in profile.batch_factor)
+    assert "context 64" in profile.provenance and "B=8" in stdout  # the middle context of [0, 64]
+    assert profile.batch_forward_ms([(1, 64)] * 8) > 0
+
+
+def test_calibrate_batch_sizes_are_configurable(tmp_path):
+    out, _ = calibrate(tmp_path, "batch_sizes=[1,3]")
+    assert CostProfile.load(out).batch_sizes == [1, 3]
+    out, _ = calibrate(tmp_path, "batch_sizes=[]")
+    assert not CostProfile.load(out).batches
+
+
+def test_calibrate_rejects_batch_sizes_not_from_one(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "ticktock.calibrate", "model=fixture", f"out={tmp_path / 'p.yaml'}",
+         "batch_sizes=[2,4]", f"hydra.run.dir={tmp_path / 'hydra'}"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode != 0 and "must start at 1" in result.stderr
+    assert not (tmp_path / "p.yaml").exists()

@@ -7,7 +7,7 @@ import sys
 def test_main_job_runs_every_decoder_and_prints_the_headline_tables(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "ticktock.main_job", "--out", str(tmp_path), "--model", "fixture", "--per-task", "1",
-         "--decoders", "ar,pld,speclisten", "--temperatures", "0.8", "limit.chunks=6"],
+         "--decoders", "ar,pld,speclisten", "--temperatures", "0.8", "--concurrency", "2", "limit.chunks=6"],
         capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -15,5 +15,6 @@ def test_main_job_runs_every_decoder_and_prints_the_headline_tables(tmp_path):
         assert title in result.stdout
     assert (tmp_path / "report" / "report.html").is_file()
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [
-        "fixture-modeled-ar", "fixture-modeled-ar-T0.8", "fixture-modeled-pld", "fixture-modeled-speclisten",
-        "fixture-modeled-speclisten-T0.8"]
+        "fixture-modeled-ar", "fixture-modeled-ar-N2", "fixture-modeled-ar-T0.8", "fixture-modeled-pld",
+        "fixture-modeled-speclisten", "fixture-modeled-speclisten-T0.8", "fixture-modeled-speclisten_plus-N2"]
+    assert (tmp_path / "report" / "fig4c_concurrency.png").is_file()

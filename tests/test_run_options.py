@@ -33,11 +33,19 @@ def config(manifest, *overrides, decoder="ar"):
     ("timing_noise.every=0", "timing_noise.every: must be an integer >= 1, got 0"),
     ("timing_noise.max_spread=0.5", "timing_noise.max_spread: must be a number >= 1 (slowest / fastest probe), got 0.5"),
     ("decoder.num_pred=0", "decoder.num_pred: must be an integer >= 1, got 0"),
+    ("concurrency.sessions=0", "concurrency.sessions: must be an integer >= 1, got 0"),
+    ("concurrency.batching=sometimes", "concurrency.batching: must be true or false, got 'sometimes'"),
+    ("concurrency.max_batch=1", "concurrency.max_batch: must be null (all waiting sessions) or an integer >= 2, got 1"),
+    ("concurrency.stagger=-5", "concurrency.stagger: must be 'random' or a number of milliseconds >= 0, got -5"),
+    ("+concurrency.gpus=2", "concurrency.gpus: unknown setting (known: sessions, batching, max_batch, stagger)"),
+    ("concurrency.batching=true clock=free",
+     "concurrency.batching: the cost profile free has no batch dimension (batch_sizes, batch_factor); measure one with "
+     "`python -m ticktock.calibrate`, or use concurrency.batching=false"),
 ])
 def test_every_run_option_is_checked_with_one_line_naming_key_value_and_what_is_allowed(small_manifest, override,
                                                                                      message):
     with pytest.raises(ConfigError) as failure:
-        check_run_options(config(small_manifest, override, decoder="pld"))
+        check_run_options(config(small_manifest, *override.split(), decoder="pld"))
     assert str(failure.value) == message
 
 

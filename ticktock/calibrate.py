@@ -2,7 +2,10 @@
 
 For every context length on the grid the cache is filled with that many tokens, then a forward of each
 query length is timed (device-synchronised, median of ``repeats`` after ``warmup``) and rolled back.
-The audio encoding of one 1 s chunk is timed the same way. The result is a YAML profile for
+The audio encoding of one 1 s chunk is timed the same way. For every batch size B of ``batch_sizes``,
+B replicas of the adapter (caches filled to the middle context of the grid) time one batched step of B
+one-token forwards (``forward_many``), giving the profile's ``batch_factor``: measured / ``forward_ms(B,
+B x context)``, 1.0 at B = 1 (see ``ticktock.clocks.modeled``). The result is a YAML profile for
 ``clock=modeled`` (``clock.profile=<path>``), labelled with the device, model and date.
 
 Example::
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -30,16 +34,18 @@ register_resolver()
 
 
 def timed(adapter, work, warmup: int, repeats: int) -> float:
-    """Median wall milliseconds of ``work()``, rolling the adapter back after each call."""
+    """Median wall milliseconds of ``work()``, rolling the adapter (or each adapter of a list) back after each call."""
+    adapters = list(adapter) if isinstance(adapter, (list, tuple)) else [adapter]
     samples = []
     for i in range(warmup + repeats):
-        state = adapter.snapshot()
-        adapter.synchronize()
+        states = [a.snapshot() for a in adapters]
+        adapters[0].synchronize()
         start = time.perf_counter()
         work()
-        adapter.synchronize()
+        adapters[0].synchronize()
         elapsed = (time.perf_counter() - start) * 1000.0
-        adapter.restore(state)
+        for a, state in zip(adapters, states):
+            a.restore(state)
         if i >= warmup:
             samples.append(elapsed)
     return statistics.median(samples)
@@ -67,11 +73,42 @@ def measure(adapter, queries, contexts, warmup: int, repeats: int) -> tuple[list
     return table, encode
 
 
+def measure_batches(adapter, sizes, context: int, warmup: int, repeats: int) -> list[float]:
+    """Milliseconds of one batched step (``forward_many``) of B one-token forwards, for each B in ``sizes``:
+    B replicas of ``adapter``, each with its cache filled to ``context`` tokens, rolled back after each step."""
+    rng = np.random.default_rng(1)
+    replicas = []
+    for _ in range(max(sizes)):
+        replica = adapter.replica()
+        replica.start_session(None, [])
+        replica.restore(AdapterState(0, replica.snapshot().frontend_state))
+        fill_cache(replica, context, rng)
+        replicas.append(replica)
+    costs = []
+    for size in sizes:
+        group = replicas[:size]
+        calls = [(r, [[int(t)]], None, 0) for r, t in zip(group, rng.integers(0, adapter.vocab_size, size))]
+        costs.append(timed(group, lambda: adapter.forward_many(calls), warmup, repeats))
+    return costs
+
+
+def batch_factors(profile: CostProfile, sizes, context: int, costs) -> list[float]:
+    """factor(B) = measured(B) / the profile's batch model for B one-token forwards at ``context``
+    (``CostProfile.batch_forward_ms``: forward_ms(B, B x context), at least one forward's cost); 1.0 at B = 1."""
+    return [1.0 if size == 1 else cost / max(profile.forward_ms(size, size * context), profile.forward_ms(1, context), 1e-6)
+            for size, cost in zip(sizes, costs)]
+
+
 @hydra.main(version_base=None, config_path=str(resource_path("configs")), config_name="calibrate")
 def main(cfg: DictConfig) -> None:
     adapter = build(cfg.model)
     queries, contexts = list(cfg.query_tokens), list(cfg.context_tokens)
+    sizes = list(cfg.get("batch_sizes") or [])
+    if sizes:  # checked before measuring: increasing, from 1
+        CostProfile("batch_sizes", [1], [0], [[1.0]], batch_sizes=sizes, batch_factor=[1.0] * len(sizes))
     table, encode = measure(adapter, queries, contexts, cfg.warmup, cfg.repeats)
+    batch_context = contexts[len(contexts) // 2]
+    batch_costs = measure_batches(adapter, sizes, batch_context, cfg.warmup, cfg.repeats) if sizes else []
     env = environment(adapter)
     device = env["cuda_device"] or f"CPU: {env['cpu']} ({env['torch_threads']} threads)"
     profile = CostProfile(
@@ -83,13 +120,20 @@ def main(cfg: DictConfig) -> None:
         model=f"{cfg.model.name} ({adapter.describe().get('parameters', '?')} parameters, {adapter.describe().get('dtype', '?')})",
         device=device,
         provenance=f"MEASURED by `ticktock calibrate` on {date.today().isoformat()}, median of {cfg.repeats} "
-        f"after {cfg.warmup} warm-up runs, torch {env['versions']['torch']}",
+        f"after {cfg.warmup} warm-up runs, torch {env['versions']['torch']}"
+        + (f"; batch factors from {sizes[-1]} replicas at context {batch_context} (forward_many of one-token "
+           "forwards)" if sizes else ""),
     )
+    if sizes:
+        profile = replace(profile, batch_sizes=sizes, batch_factor=batch_factors(profile, sizes, batch_context, batch_costs))
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(profile.to_yaml())
     print(f"wrote {out}: 1-token forward {table[0][0]:.2f} ms at context {contexts[0]}, "
           f"{queries[-1]}-token forward {table[-1][0]:.2f} ms, audio encode {encode:.2f} ms ({device})")
+    if sizes:
+        print("batch steps at context {}: {}".format(batch_context, ", ".join(
+            f"B={b}: {ms:.2f} ms (factor {f:.3f})" for b, ms, f in zip(sizes, batch_costs, profile.batch_factor))))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ticktock.adapters.base import ModelAdapter
 from ticktock.audio import SAMPLE_RATE, chunk_samples
-from ticktock.clocks.base import Clock
+from ticktock.clocks.base import Clock, WindowClosed
 from ticktock.decoders.base import ChunkCounters, ChunkStep, Decoder, ForwardRecord
 from ticktock.decoders.selection import Sampling
 from ticktock.injection import Injection, ToolCallInjector
@@ -57,10 +57,16 @@ class ChunkTrace:
 
 @dataclass
 class SessionTrace:
+    """A replayed session; ``concurrency``, ``slot`` and ``start_ms`` place it on a shared device
+    (``ticktock.concurrency``; 1, 0 and 0.0 for a session replayed alone)."""
+
     session: Session
     chunks: list[ChunkTrace] = field(default_factory=list)
     forwards: list[ForwardRecord] = field(default_factory=list)
     wall_s: float = 0.0
+    concurrency: int = 1
+    slot: int = 0
+    start_ms: float = 0.0
 
 
 class ReplayEngine:
@@ -88,7 +94,8 @@ class ReplayEngine:
         return state
 
     def replay(self, session: Session, audio, on_chunk=None) -> SessionTrace:
-        """Replay one session; ``audio`` is its 16 kHz mono float32 samples."""
+        """Replay one session; ``audio`` is its 16 kHz mono float32 samples; ``on_chunk(chunk_trace)`` is
+        called after each chunk."""
         began = time.perf_counter()
         spans = session.chunk_spans()[: self.max_chunks]
         state = self.start(session)
@@ -96,38 +103,42 @@ class ReplayEngine:
         carried = self._idle(state, 0, spans[0], 1000.0 * spans[0].duration_s) if spans else 0.0
         arrived = Injection()
         for i, span in enumerate(spans):
+            self.clock.wait_until(1000.0 * span.end_s)  # at once for a session alone; see ticktock.device
             step, wall_ms = self._post_audio(state, i, span, audio)
             deadline_ms = 1000.0 * (spans[i + 1].duration_s if i + 1 < len(spans) else session.chunk_s)
             timing = advance(state.lag_ms, step.elapsed_ms() + carried, deadline_ms)
             state.lag_ms = timing.lag_ms
             injected = self.injector.after_chunk(self.adapter, step.output)
             state.commit(i, step.output, injected.tokens)
-            trace.chunks.append(ChunkTrace(span, step.output, self.adapter.protocol.kind_of(step.output), timing, wall_ms,
-                                           step.encode_wall_ms, carried, step.counters, arrived, injected.calls))
+            chunk = ChunkTrace(span, step.output, self.adapter.protocol.kind_of(step.output), timing, wall_ms,
+                               step.encode_wall_ms, carried, step.counters, arrived, injected.calls)
+            trace.chunks.append(chunk)
             arrived, carried = injected, 0.0
             if timing.idle_budget_ms > 0 and i + 1 < len(spans):
                 carried = self._idle(state, i + 1, spans[i + 1], timing.idle_budget_ms)
             if on_chunk is not None:
-                on_chunk()
+                on_chunk(chunk)
         trace.wall_s = time.perf_counter() - began
         return trace
 
     def _post_audio(self, state: SessionState, index: int, span: ChunkSpan, audio) -> tuple[ChunkStep, float]:
-        start = time.perf_counter()
         step = state.chunk_step(index)
         step.inputs.audio = step.encode(chunk_samples(audio, span.start_s, span.end_s))
         self.decoder.decode_chunk(step)
         self.adapter.synchronize()
-        return step, (time.perf_counter() - start) * 1000.0
+        return step, step.stopwatch.wall_ms()
 
     def _idle(self, state: SessionState, index: int, span: ChunkSpan, budget_ms: float) -> float:
         """Let the decoder draft chunk ``index`` before its audio arrives; return the overrun carried into it."""
-        start = time.perf_counter()
         window = state.idle_window(index, budget_ms, int(round(span.duration_s * SAMPLE_RATE)))
-        self.decoder.idle(window)
+        before = self.adapter.snapshot()
+        try:
+            self.decoder.idle(window)
+        except WindowClosed:  # a shared device dropped draft work the decoder did not handle: roll the model back
+            self.adapter.restore(before)
         self.adapter.synchronize()
         counters = state.counters_for(index)
         counters.window_budget_ms = budget_ms
         counters.window_used_ms = window.elapsed_ms()
-        counters.window_wall_ms = (time.perf_counter() - start) * 1000.0
+        counters.window_wall_ms = window.stopwatch.wall_ms()
         return overrun(counters.window_used_ms, budget_ms)

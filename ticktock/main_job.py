@@ -2,7 +2,9 @@
 
 Replays the mini corpus with every decoder (AR, PLD, Token Recycling, Lookahead, and Speculative
 Listening with its ablation configs) under the same clock, one run directory per decoder, plus AR and
-Speculative Listening at two sampling temperatures (Figure 4b), then prints
+Speculative Listening at two sampling temperatures (Figure 4b) and, with ``--concurrency 4``, AR and
+``speclisten_plus`` with 4 sessions sharing the device (Figure 4c; off by default: it would take the job past
+10 minutes on 2 CPU cores), then prints
 Table 2 (speak-chunk speedup and #MAT), the tool-call table and Table 5 (onset and tool-call latency) and
 writes the full report (tables, figures, report.html). Reruns resume: completed sessions are skipped.
 
@@ -36,6 +38,9 @@ def main(argv=None) -> int:
     parser.add_argument("--decoders", default=",".join(DECODERS))
     parser.add_argument("--temperatures", default="0.3,1.0",
                         help="sampling temperatures for Figure 4b (AR and speclisten at each; '' for none)")
+    parser.add_argument("--concurrency", default="",
+                        help="values of N for Figure 4c, e.g. '4' or '2,4,8': AR and speclisten_plus with N sessions "
+                             "sharing the device (each adds about 4 minutes on 2 CPU cores; '' for none)")
     parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
     args = parser.parse_args(argv)
     runs_dir = Path(args.out) / "runs"
@@ -54,9 +59,11 @@ def run_all(args: argparse.Namespace) -> int:
     jobs = [(decoder, []) for decoder in args.decoders.split(",")]
     for temperature in filter(None, args.temperatures.split(",")):
         jobs += [(decoder, [f"sampling.temperature={temperature}"]) for decoder in ("ar", "speclisten")]
-    for decoder, sampling in jobs:
-        cfg = compose_run(decoder, args.model, per_task, [*sampling, *args.overrides])
-        suffix = f"-T{cfg.sampling.temperature}" if sampling else ""
+    for n in filter(None, args.concurrency.split(",")):
+        jobs += [(decoder, [f"concurrency.sessions={n}"]) for decoder in ("ar", "speclisten_plus")]
+    for decoder, extra in jobs:
+        cfg = compose_run(decoder, args.model, per_task, [*extra, *args.overrides])
+        suffix = _suffix(cfg) if extra else ""
         summary = run(cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{suffix}")
         print(summary.line(), flush=True)
     runs = load_results([out / "runs"])
@@ -64,6 +71,13 @@ def run_all(args: argparse.Namespace) -> int:
     report = build_report(runs, out / "report")
     print(f"\nreport: {report}  ({(time.time() - began) / 60:.1f} min)")
     return 0
+
+
+def _suffix(cfg) -> str:
+    """The run folder's suffix for a job beyond the decoder's plain run: ``-T0.3``, ``-N4``."""
+    if cfg.concurrency.sessions > 1:
+        return f"-N{cfg.concurrency.sessions}"
+    return f"-T{cfg.sampling.temperature}"
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from ticktock.audio import AudioError
 from ticktock.errors import ConfigError
 from ticktock.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
 from ticktock.resources import register_resolver, resource_path
@@ -101,7 +102,21 @@ def check_run_options(cfg: DictConfig) -> None:
     _check_timing_noise(cfg.get("timing_noise") or {})
     _check_sampling(cfg)
     build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
-    build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
+    clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
+    _check_concurrency(cfg, clock)
+
+
+def _check_concurrency(cfg: DictConfig, clock) -> None:
+    """``concurrency.*`` (``ConcurrencySettings``), the draft policy, and a profile that can charge batched steps."""
+    from ticktock.concurrency import ConcurrencyError, ConcurrencySettings
+
+    settings = ConcurrencySettings.parse(cfg.get("concurrency"))
+    build(cfg.draft_policy)
+    profile = getattr(clock, "profile", None)
+    if settings.batching and profile is not None and not profile.batches:
+        raise ConcurrencyError(f"concurrency.batching: the cost profile {profile.name} has no batch dimension "
+                               "(batch_sizes, batch_factor); measure one with `python -m ticktock.calibrate`, or use "
+                               "concurrency.batching=false")
 
 
 def _is_int(value, least: int) -> bool:
@@ -167,6 +182,8 @@ def identity(cfg: DictConfig) -> dict:
         "sampling": plain["sampling"],
         "seed": plain["seed"],
         "chunks_limit": plain["limit"]["chunks"],
+        "concurrency": plain.get("concurrency"),
+        "draft_policy": plain.get("draft_policy"),
     }
 
 
@@ -312,46 +329,83 @@ def sessions_to_replay(sessions: list, writer, out=None) -> list:
     return todo
 
 
-def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None, noise=None) -> list[dict]:
+def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None, noise=None,
+                    device_stats: dict | None = None) -> list[dict]:
     """Replay and write every session (with its input fingerprint); returns the sessions skipped for bad audio.
     ``heartbeat`` (a ``liveness.Heartbeat``) is offered a beat after every chunk and every session; ``noise`` (a
-    ``clocks.noise.NoiseProbe``, wall-clock runs) measures before sessions and at the end."""
+    ``clocks.noise.NoiseProbe``, wall-clock runs) measures before sessions and at the end. With
+    ``concurrency.sessions`` > 1 (or batching) the sessions share one device (``ticktock.concurrency``) and
+    ``device_stats`` (a dict, when given) receives what the device did (``ticktock.device.DeviceStats``)."""
     from tqdm.auto import tqdm
 
-    from ticktock.audio import AudioError, load_audio
+    from ticktock.audio import load_audio
+    from ticktock.concurrency import ConcurrencySettings
     from ticktock.results.fingerprint import session_fingerprint
     from ticktock.results.rows import chunk_rows, forward_rows, session_row
 
-    skipped, adapter = [], engine.adapter
+    skipped, fingerprints = [], {}
 
-    def chunk_done():
+    def load(session):
+        fingerprints[session.session_id] = session_fingerprint(session)  # before reading: at most this new
+        return load_audio(session.audio_path)
+
+    def skip(session, err) -> None:
+        if not cfg.skip_bad_sessions:
+            raise err
+        skipped.append({"session_id": session.session_id, "error": str(err)})
+        bar.update(len(session.chunk_spans()[: cfg.limit.chunks]))
+
+    def write(trace) -> None:
+        session_id = trace.session.session_id
+        chunks = chunk_rows(trace, labels, engine.adapter)
+        writer.write_session(session_id, chunks, {**session_row(trace, labels, chunks, engine.adapter),
+                                                  **fingerprints.pop(session_id)}, forward_rows(trace, labels["run_id"]))
+        if heartbeat is not None:
+            heartbeat.session_done()
+
+    def chunk_done(chunk=None):
         bar.update(1)
         if heartbeat is not None:
             heartbeat.beat()
 
     chunks_total = sum(len(s.chunk_spans()[: cfg.limit.chunks]) for s in sessions)
     bar = tqdm(total=chunks_total, desc=f"{cfg.decoder.name} chunks", unit="chunk", disable=not cfg.progress, file=sys.stderr)
+    settings = ConcurrencySettings.parse(cfg.get("concurrency"))
     with bar:
-        for session in tqdm(sessions, desc="sessions", unit="session", disable=not cfg.progress, file=sys.stderr, position=1):
-            if noise is not None:
-                noise.before_session()
-            fingerprint = session_fingerprint(session)  # before reading: what was replayed is at most this new
+        if settings.shares_device:
+            replay = concurrent_replay(cfg, engine, settings)
             try:
-                audio = load_audio(session.audio_path)
-            except AudioError as err:
-                if not cfg.skip_bad_sessions:
-                    raise
-                skipped.append({"session_id": session.session_id, "error": str(err)})
-                continue
-            trace = engine.replay(session, audio, on_chunk=chunk_done)
-            chunks = chunk_rows(trace, labels, adapter)
-            writer.write_session(session.session_id, chunks, {**session_row(trace, labels, chunks, adapter), **fingerprint},
-                                 forward_rows(trace, labels["run_id"]))
-            if heartbeat is not None:
-                heartbeat.session_done()
+                replay.replay(sessions, load, write, skip, chunk_done, noise.before_session if noise else None)
+            finally:
+                if device_stats is not None:
+                    device_stats.update(replay.device.stats.summary())
+        else:
+            for session in tqdm(sessions, desc="sessions", unit="session", disable=not cfg.progress, file=sys.stderr,
+                                position=1):
+                if noise is not None:
+                    noise.before_session()
+                try:
+                    audio = load(session)
+                except AudioError as err:
+                    skip(session, err)
+                    continue
+                write(engine.replay(session, audio, on_chunk=chunk_done))
     if noise is not None:
         noise.finish()
     return skipped
+
+
+def concurrent_replay(cfg, engine, settings):
+    """The run's sessions sharing one device: one engine per slot (a replica of the run's adapter, a decoder of
+    its own), the run's clock and ``cfg.draft_policy``."""
+    from ticktock.concurrency import ConcurrentReplay
+    from ticktock.device import SharedDevice
+    from ticktock.engine import ReplayEngine
+
+    engines = [ReplayEngine(engine.adapter.replica(), build(cfg.decoder), engine.clock, engine.sampling, engine.injector,
+                            engine.max_chunks) for _ in range(settings.sessions)]
+    device = SharedDevice(engine.clock, build(cfg.draft_policy), settings.batching, settings.max_batch)
+    return ConcurrentReplay(engines, device, settings, seed=cfg.seed)
 
 
 def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
@@ -400,9 +454,9 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     beat = Heartbeat(lambda record: writer.write_run_json({**meta, "status": "running", "heartbeat": record}),
                      sessions_done=len(sessions) - len(todo))
     beat.beat(force=True)
-    status, skipped = "interrupted", []
+    status, skipped, device = "interrupted", [], {}
     try:
-        skipped = replay_sessions(cfg, engine, todo, writer, labels, beat, noise)
+        skipped = replay_sessions(cfg, engine, todo, writer, labels, beat, noise, device)
         status = "complete"
     except Exception as err:
         status = f"failed: {type(err).__name__}: {err}"
@@ -410,6 +464,7 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     finally:  # also on Ctrl-C: every completed session stays in the consolidated tables
         counts = writer.consolidate()
         writer.write_run_json({**meta, "status": status, "finished": time.time(), "skipped_sessions": skipped,
+                               "shared_device": device or None,
                                "row_counts": counts, "heartbeat": heartbeat(counts.get("sessions", 0))})
     stats = chunk_stats(run_dir / "chunks.parquet", cfg.clock.name)
     return RunSummary(run_dir, run_id, counts.get("sessions", 0), len(skipped), counts, stats)

@@ -81,7 +81,7 @@ class SessionState:
 
     def idle_window(self, chunk_index: int, budget_ms: float, next_samples: int) -> IdleWindow:
         """The idle window that drafts chunk ``chunk_index`` (before its audio arrives), with a fresh stopwatch."""
-        return IdleWindow(self, chunk_index, self.clock.stopwatch(), budget_ms, next_samples)
+        return IdleWindow(self, chunk_index, self.clock.stopwatch(window_ms=budget_ms), budget_ms, next_samples)
 
     def commit(self, chunk_index: int, output: Sequence[int], tail: Sequence[int]) -> ChunkInputs:
         """Chunk ``chunk_index`` is done with ``output``; open the next chunk with ``tail`` (injected text)

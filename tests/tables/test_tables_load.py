@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from table_runs import chunk, write_run
 
+from ticktock.results.schema import SCHEMA_VERSION
 from ticktock.tables import TablesError, load_results
 from ticktock.tables.paper import paper_numbers
 
@@ -32,14 +33,14 @@ def test_missing_path_and_empty_folder_give_clear_errors(tmp_path):
 
 def test_schema_version_mismatch_names_the_file(tmp_path):
     write_run(tmp_path / "old", "ar", [chunk("s", 0)], version=99)
-    with pytest.raises(TablesError, match=r"old/run\.json: schema_version 99, but these tables read version 2"):
+    with pytest.raises(TablesError, match=rf"old/run\.json: schema_version 99, but these tables read version {SCHEMA_VERSION}"):
         load_results([str(tmp_path)])
 
 
 def test_results_of_schema_version_1_are_refused_with_the_reason(tmp_path):
     """Version 2 renamed the idle-window columns (window_*) and pool_hits (lookup_hits): old runs are refused."""
     write_run(tmp_path / "v1", "ar", [chunk("s", 0)], version=1)
-    with pytest.raises(TablesError, match=r"v1/run\.json: schema_version 1, but these tables read version 2"):
+    with pytest.raises(TablesError, match=rf"v1/run\.json: schema_version 1, but these tables read version {SCHEMA_VERSION}"):
         load_results([str(tmp_path)])
 
 

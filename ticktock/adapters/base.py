@@ -341,6 +341,17 @@ class ModelAdapter(ABC):
     def synchronize(self) -> None:
         """Wait for queued device work (CUDA); a no-op on CPU."""
 
+    def replica(self) -> "ModelAdapter":
+        """Another adapter on the same weights with a session state of its own (a KV cache and front-end
+        state), for sessions that share a device (``concurrency.sessions``)."""
+        raise NotImplementedError(f"model {self.name} cannot replay several sessions at once (no replica())")
+
+    def forward_many(self, calls: Sequence[tuple]) -> list:
+        """Forwards of several sessions in one device step: ``calls`` are (adapter, segments, tree, logits_from)
+        with every adapter a replica of this one; returns each call's logits. Default: one after another (an
+        adapter that can batch overrides this)."""
+        return [adapter.forward(segments, tree, logits_from) for adapter, segments, tree, logits_from in calls]
+
     def describe(self) -> dict:
         """Facts for run.json: name, parameters, dtype, device, attention implementation. A
         ``weights_fingerprint`` entry, when present, joins the run's identity (no resume across weights)."""

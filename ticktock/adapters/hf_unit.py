@@ -104,6 +104,14 @@ class HFUnitAdapter(ModelAdapter):
 
     # -------------------------------------------------------------------------------------- session
 
+    def replica(self) -> "HFUnitAdapter":
+        """The same model, tokenizer and front-end modules (shared, not copied), with no session state yet."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.cache, twin.frontend_state = None, None
+        return twin
+
     def prompt_text(self, system_prompt: str | None, tools: Sequence[dict]) -> str:
         tools_text = render_tools(tools) if self.tools_in_prompt else ""
         return self.prompt_template.format(system=system_prompt or self.system_prompt, tools=tools_text)
@@ -187,6 +195,86 @@ class HFUnitAdapter(ModelAdapter):
             logits_to_keep=keep,
         )
         return out.logits[0, -keep:].float() if logits_from < length else out.logits[0, :0].float()
+
+    @torch.inference_mode()
+    def forward_many(self, calls: Sequence[tuple]) -> list:
+        """Several sessions' forwards as one call of the model (batch B = len(calls)), each session's cache and
+        logits ending as if it had run alone (up to the last float bits of a batched matmul).
+
+        Every session keeps a cache of its own (so snapshot, restore, keep and evict stay per session); the
+        batch is padded per step. Session i has q_i query tokens and a cache of L_i positions; with
+        Q = max q_i and P = max L_i, each layer's past is copied, left-aligned, into a zero [B, heads, P, dim]
+        tensor, and the queries are right-padded to Q. The additive 4D mask [B, 1, Q, P + Q] lets query j of
+        session i see its real past [0, L_i) and, in the query block, its ancestors (tree) or its
+        predecessors (chain), itself included; padded past columns get ``finfo.min``, and a padded query row
+        sees only itself, so no softmax row is empty (its output is dropped). Positions are L_i + depth, as in
+        ``forward``. Afterwards only the q_i new keys/values (columns P .. P + q_i) are appended to session
+        i's cache. The cost beyond the batched forward: copying every session's past KV into the padded
+        tensors (B x P positions per layer, once per step) and the attention over the padding.
+
+        Falls back to one forward after another for a single call, for replicas of another model, and for
+        caches that are not plain full-attention ``DynamicLayer``s (sliding windows).
+        """
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        adapters = [call[0] for call in calls]
+        plain = all(a.model is self.model and a.cache is not None
+                    and all(type(layer) is DynamicLayer for layer in a.cache.layers) for a in adapters)
+        if len(calls) < 2 or not plain:
+            return super().forward_many(calls)
+        embeds = [a._embed_segments(segments) for a, segments, _, _ in calls]
+        queries = [int(e.shape[0]) for e in embeds]
+        pasts = [a.cache_length for a in adapters]
+        batch, width, past_width = len(calls), max(queries), max(pasts)
+
+        inputs = embeds[0].new_zeros(batch, width, embeds[0].shape[-1])
+        positions = torch.zeros(batch, width, dtype=torch.long)
+        visible = torch.zeros(batch, width, past_width + width, dtype=torch.bool)
+        for i, ((_, _, tree, _), q, past) in enumerate(zip(calls, queries, pasts)):
+            inputs[i, :q] = embeds[i]
+            visible[i, :q, :past] = True
+            if tree is None:
+                positions[i, :q] = past + torch.arange(q)
+                visible[i, :q, past_width:past_width + q] = torch.ones(q, q, dtype=torch.bool).tril()
+            else:
+                if len(tree) != q:
+                    raise ValueError(f"tree has {len(tree)} nodes but the forward has {q} query tokens")
+                positions[i, :q] = past + torch.as_tensor(tree.depths())
+                for j, nodes in enumerate(tree.ancestors()):
+                    visible[i, j, [past_width + n for n in nodes]] = True
+            positions[i, q:] = past
+            visible[i, torch.arange(q, width), past_width + torch.arange(q, width)] = True  # padded query: itself
+        mask = torch.zeros(visible.shape, dtype=self.dtype).masked_fill_(~visible, torch.finfo(self.dtype).min)
+
+        cache = DynamicCache(config=self.model.config)
+        if past_width:
+            for index, layer in enumerate(cache.layers):
+                ref = next(a.cache.layers[index] for a, past in zip(adapters, pasts) if past)
+                keys = ref.keys.new_zeros(batch, ref.keys.shape[1], past_width, ref.keys.shape[-1])
+                values = ref.values.new_zeros(batch, ref.values.shape[1], past_width, ref.values.shape[-1])
+                for i, (a, past) in enumerate(zip(adapters, pasts)):
+                    if past:
+                        keys[i, :, :past] = a.cache.layers[index].keys[0]
+                        values[i, :, :past] = a.cache.layers[index].values[0]
+                layer.update(keys, values)
+
+        starts = [min(max(from_, 0), q) for (_, _, _, from_), q in zip(calls, queries)]
+        keep = max(width - min(starts), 1)
+        out = self.model(
+            inputs_embeds=inputs,
+            cache=cache,
+            position_ids=positions.to(self.device),
+            attention_mask=mask[:, None].to(self.device),
+            use_cache=True,
+            logits_to_keep=keep,
+        )
+        for index, layer in enumerate(cache.layers):
+            for i, (a, q) in enumerate(zip(adapters, queries)):
+                new = slice(past_width, past_width + q)
+                a.cache.layers[index].update(layer.keys[i:i + 1, :, new], layer.values[i:i + 1, :, new])
+        first = width - keep  # the row of out.logits[:, 0]
+        return [out.logits[i, start - first:q - first].float() for i, (start, q) in enumerate(zip(starts, queries))]
 
     @property
     def vocab_size(self) -> int:

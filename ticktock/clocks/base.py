@@ -2,7 +2,9 @@
 
 A replay never sleeps: arrival times are simulated, and the time each piece of work takes comes from a
 *stopwatch*. The engine opens one stopwatch per phase (a chunk's post-audio work, an idle window) and
-every target forward and audio encoding inside the phase is reported to it.
+every target forward and audio encoding inside the phase runs through it (``Stopwatch.run(DeviceWork)``):
+a session alone runs the work at once and charges it; a session sharing a device with others
+(``ticktock.device``) has it scheduled among theirs, and its stopwatches read the device's time.
 
 - ``wall``: the stopwatch reads ``time.perf_counter`` (device-synchronised), so decoder bookkeeping,
   Python overhead and everything else in the phase counts.
@@ -22,13 +24,77 @@ Example::
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+FORWARD = "forward"
+ENCODE = "encode"
+
+
+@dataclass
+class DeviceWork:
+    """One piece of device work of one session: a target forward or an audio encoding.
+
+    ``run`` does the work; ``adapter`` is the session's model adapter (its ``synchronize`` is the device
+    barrier); a forward also says its ``query_tokens`` and ``context_tokens`` (what a cost profile charges)
+    and its call (``segments``, ``tree``, ``logits_from``), so a shared device can run several sessions'
+    forwards as one batched step (``ticktock.device``). ``hypothesis`` is what a draft forward extends
+    (the tokens of the hypothesis so far; empty for post-audio work): a draft scheduler may read it.
+    """
+
+    kind: str
+    run: Callable[[], Any]
+    adapter: Any
+    query_tokens: int = 0
+    context_tokens: int = 0
+    call: tuple = ()
+    hypothesis: tuple[int, ...] = field(default_factory=tuple)
+
+
+class WindowClosed(Exception):
+    """Idle-window work that could not start before the window closed (the next chunk's audio arrived while it
+    waited for a device shared with other sessions): it is dropped, not run. A decoder drafting in an idle
+    window may catch it to keep the drafts it already has; the engine rolls the model state back otherwise."""
+
+
+@dataclass
+class WorkDone:
+    """The result of device work, its measured ``wall_ms`` and the ``charged_ms`` the clock counted for it;
+    ``waited_ms``: time it waited for the device while other sessions' work ran (0 for a session alone);
+    ``batch_size``: sessions whose forwards ran in the same step (1 unless batched)."""
+
+    result: Any
+    wall_ms: float
+    charged_ms: float
+    waited_ms: float = 0.0
+    batch_size: int = 1
 
 
 class Stopwatch(ABC):
+    def __init__(self):
+        self._wall_start = time.perf_counter()
+
     @abstractmethod
     def elapsed_ms(self) -> float:
         """Time spent in this phase so far, on this clock."""
+
+    def wall_ms(self) -> float:
+        """Wall time of this phase so far (measured, whatever the clock)."""
+        return (time.perf_counter() - self._wall_start) * 1000.0
+
+    def run(self, work: DeviceWork) -> WorkDone:
+        """Do ``work`` now (device-synchronised) and charge it to this phase. (On a shared device, the work of an
+        idle window may instead raise ``WindowClosed``.)"""
+        work.adapter.synchronize()
+        start = time.perf_counter()
+        result = work.run()
+        work.adapter.synchronize()
+        wall = (time.perf_counter() - start) * 1000.0
+        if work.kind == FORWARD:
+            return WorkDone(result, wall, self.charge_forward(work.query_tokens, work.context_tokens, wall))
+        return WorkDone(result, wall, self.charge_encode(wall))
 
     @abstractmethod
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
@@ -38,12 +104,29 @@ class Stopwatch(ABC):
     def charge_encode(self, wall_ms: float) -> float:
         """Account one chunk's audio encoding; returns the milliseconds charged."""
 
+    def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:
+        """Account one batched step of several sessions' forwards, given as (query, context) tokens."""
+        raise NotImplementedError(f"{type(self).__name__} cannot charge batched steps")
+
 
 class Clock(ABC):
     name: str
+    measured = False  # True: costs are measured wall time (work runs as it would on the device)
 
     @abstractmethod
-    def stopwatch(self) -> Stopwatch: ...
+    def stopwatch(self, window_ms: float | None = None) -> Stopwatch:
+        """A stopwatch for one phase: post-audio work (``window_ms`` None) or an idle window that closes
+        ``window_ms`` after it opens (when the next chunk's audio arrives). A session replayed alone
+        ignores ``window_ms``; a session sharing a device (``ticktock.device``) schedules by it."""
+
+    def estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
+        """What a forward is expected to cost before it runs (a cost profile knows; a wall clock does not: None)."""
+        return None
+
+    def wait_until(self, at_ms: float) -> None:
+        """Return once ``at_ms`` (milliseconds from the session's start) has come: the moment a chunk's audio
+        has arrived. A session replayed alone keeps relative time only, so this returns at once; a session
+        sharing a device blocks until the device's time reaches it."""
 
     def describe(self) -> dict:
         return {"name": self.name}

@@ -15,6 +15,17 @@ A profile is a YAML file::
 
 Costs between grid points are bilinear; beyond the grid they extend linearly along the last segment.
 
+Optional batch dimension (for sessions sharing a device with ``concurrency.batching=true``)::
+
+    batch_sizes:  [1, 2, 4, 8]
+    batch_factor: [1.0, 1.03, 1.08, 1.2]  # measured batched step / forward_ms(total query, batch x max context)
+
+A batched step of B forwards (query q_i, context c_i) reads the weights once, like one forward of all
+their query tokens, and each session's padded KV cache: it costs ``forward_ms(sum q_i, B * max c_i)`` (never
+less than its costliest forward alone) times the factor for B (linear between the listed sizes, the last
+factor beyond them). ``ticktock calibrate``
+measures the factors; a profile without them cannot charge batched steps.
+
 Example::
 
     >>> p = CostProfile("p", [1, 11], [0, 1000], [[10.0, 12.0], [15.0, 17.0]], encode_ms=3.0)
@@ -57,10 +68,13 @@ class CostProfile:
     device: str = ""
     provenance: str = ""
     extra: dict = field(default_factory=dict)
+    batch_sizes: list[int] | None = None
+    batch_factor: list[float] | None = None
 
     def __post_init__(self):
         problem = profile_problem({"query_tokens": self.query_tokens, "context_tokens": self.context_tokens,
-                                   "forward_ms": self.forward_table, "encode_ms": self.encode_ms})
+                                   "forward_ms": self.forward_table, "encode_ms": self.encode_ms,
+                                   "batch_sizes": self.batch_sizes, "batch_factor": self.batch_factor})
         if problem:
             raise ProfileError(f"profile {self.name}: field '{dotted(problem[0])}': {problem[1]}")
 
@@ -76,9 +90,39 @@ class CostProfile:
         high = (1 - wj) * at(i + 1, j) + wj * at(i + 1, j + 1)
         return max(0.0, (1 - wi) * low + wi * high)
 
+    @property
+    def batches(self) -> bool:
+        """True when the profile can charge batched steps (it has ``batch_sizes`` and ``batch_factor``)."""
+        return self.batch_sizes is not None
+
+    def batch_forward_ms(self, shapes: list[tuple[int, int]]) -> float:
+        """Cost of one batched step of forwards given as (query tokens, context tokens), one per session.
+
+        Example::
+
+            >>> p = CostProfile("p", [1, 11], [0, 1000], [[10.0, 12.0], [15.0, 17.0]], batch_sizes=[1, 2],
+            ...                 batch_factor=[1.0, 1.1])
+            >>> round(p.batch_forward_ms([(1, 500), (1, 0)]), 3)   # forward_ms(2, 2 x 500) x 1.1
+            13.75
+        """
+        if not self.batches:
+            raise ProfileError(f"profile {self.name}: no batch dimension (batch_sizes, batch_factor); measure one with "
+                               "`python -m ticktock.calibrate`, or replay with concurrency.batching=false")
+        size = len(shapes)
+        cost = max(self.forward_ms(sum(q for q, _ in shapes), size * max(c for _, c in shapes)),
+                   *(self.forward_ms(q, c) for q, c in shapes))
+        i, w = _interp(self.batch_sizes, size)
+        factors = self.batch_factor
+        factor = factors[-1] if size >= self.batch_sizes[-1] else (1 - w) * factors[i] + w * factors[min(i + 1, len(factors) - 1)]
+        return cost * factor
+
     @staticmethod
-    def constant(forward_ms: float, encode_ms: float = 0.0) -> "CostProfile":
-        return CostProfile("constant", [1], [0], [[forward_ms]], encode_ms=encode_ms, provenance="constant (tests)")
+    def constant(forward_ms: float, encode_ms: float = 0.0, batch_factor: float | None = None) -> "CostProfile":
+        """Every forward costs ``forward_ms`` (tests); ``batch_factor``: a batched step of any size costs
+        ``forward_ms`` times it."""
+        batch = {} if batch_factor is None else {"batch_sizes": [1, 2], "batch_factor": [1.0, batch_factor]}
+        return CostProfile("constant", [1], [0], [[forward_ms]], encode_ms=encode_ms, provenance="constant (tests)",
+                           **batch)
 
     @staticmethod
     def load(path: str | Path) -> "CostProfile":
@@ -116,6 +160,8 @@ class CostProfile:
             device=str(data.get("device", "")),
             provenance=str(data.get("provenance", "")),
             extra={k: v for k, v in data.items() if k not in _KNOWN},
+            batch_sizes=list(data["batch_sizes"]) if data.get("batch_sizes") is not None else None,
+            batch_factor=[float(v) for v in data["batch_factor"]] if data.get("batch_factor") is not None else None,
         )
 
     def to_yaml(self) -> str:
@@ -130,12 +176,15 @@ class CostProfile:
             "query_tokens": self.query_tokens,
             "context_tokens": self.context_tokens,
             "forward_ms": [[round(v, 4) for v in row] for row in self.forward_table],
+            **({"batch_sizes": self.batch_sizes, "batch_factor": [round(v, 4) for v in self.batch_factor]}
+               if self.batches else {}),
             **self.extra,
         }
         return yaml.safe_dump(data, sort_keys=False, width=120, default_flow_style=None)
 
 
-_KNOWN = {"name", "model", "device", "provenance", "encode_ms", "query_tokens", "context_tokens", "forward_ms"}
+_KNOWN = {"name", "model", "device", "provenance", "encode_ms", "query_tokens", "context_tokens", "forward_ms",
+          "batch_sizes", "batch_factor"}
 
 
 def profile_problem(data: dict) -> tuple[tuple, str] | None:
@@ -176,6 +225,25 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
     encode = data.get("encode_ms", 0.0)
     if not _is_cost(encode):
         return ("encode_ms",), f"must be a finite number >= 0 (milliseconds), got {encode!r}"
+    return _batch_problem(data.get("batch_sizes"), data.get("batch_factor"))
+
+
+def _batch_problem(sizes, factors) -> tuple[tuple, str] | None:
+    """Both batch fields or neither; sizes increasing integers from 1; one positive factor per size, 1.0 first."""
+    if sizes is None and factors is None:
+        return None
+    if sizes is None or factors is None:
+        return (("batch_sizes",) if sizes is None else ("batch_factor",)), "missing (batch_sizes and batch_factor go together)"
+    problem = _axis_problem(sizes, 1)
+    if problem:
+        return ("batch_sizes", *problem[0]), problem[1]
+    if sizes[0] != 1:
+        return ("batch_sizes", 0), f"must start at 1, got {sizes[0]!r}"
+    if not isinstance(factors, (list, tuple)) or len(factors) != len(sizes):
+        return ("batch_factor",), f"must be {len(sizes)} numbers (one per batch_sizes value), got {factors!r}"
+    for i, value in enumerate(factors):
+        if not _is_cost(value) or value == 0:
+            return ("batch_factor", i), f"must be a finite number > 0, got {value!r}"
     return None
 
 
@@ -235,6 +303,7 @@ def _line_of(node, keys: tuple) -> int:
 
 class ModeledStopwatch(Stopwatch):
     def __init__(self, profile: CostProfile):
+        super().__init__()
         self.profile = profile
         self.total = 0.0
 
@@ -250,6 +319,11 @@ class ModeledStopwatch(Stopwatch):
         self.total += self.profile.encode_ms
         return self.profile.encode_ms
 
+    def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:
+        cost = self.profile.batch_forward_ms(shapes)
+        self.total += cost
+        return cost
+
 
 class ModeledClock(Clock):
     """Charges each forward from ``profile`` (a CostProfile or a path to its YAML)."""
@@ -259,8 +333,11 @@ class ModeledClock(Clock):
     def __init__(self, profile: CostProfile | str | Path, synchronize=None):
         self.profile = profile if isinstance(profile, CostProfile) else CostProfile.load(profile)
 
-    def stopwatch(self) -> ModeledStopwatch:
+    def stopwatch(self, window_ms: float | None = None) -> ModeledStopwatch:
         return ModeledStopwatch(self.profile)
+
+    def estimate_ms(self, query_tokens: int, context_tokens: int) -> float:
+        return self.profile.forward_ms(query_tokens, context_tokens)
 
     def describe(self) -> dict:
         p = self.profile

@@ -10,6 +10,7 @@ from ticktock.clocks.base import Clock, Stopwatch
 
 class WallStopwatch(Stopwatch):
     def __init__(self, synchronize: Callable[[], None]):
+        super().__init__()
         self.synchronize = synchronize
         synchronize()
         self.start = time.perf_counter()
@@ -24,14 +25,18 @@ class WallStopwatch(Stopwatch):
     def charge_encode(self, wall_ms: float) -> float:
         return wall_ms
 
+    def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:
+        return wall_ms
+
 
 class WallClock(Clock):
     """Measured time on this machine. ``synchronize`` is the adapter's device barrier."""
 
     name = "wall"
+    measured = True
 
     def __init__(self, synchronize: Callable[[], None] | None = None):
         self.synchronize = synchronize or (lambda: None)
 
-    def stopwatch(self) -> WallStopwatch:
+    def stopwatch(self, window_ms: float | None = None) -> WallStopwatch:
         return WallStopwatch(self.synchronize)

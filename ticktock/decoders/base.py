@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Sequence
 
 from ticktock.adapters.base import ModelAdapter, Segment, TreeLayout
-from ticktock.clocks.base import Stopwatch
+from ticktock.clocks.base import ENCODE, FORWARD, DeviceWork, Stopwatch
 from ticktock.errors import ConfigError
 
 
@@ -53,6 +53,8 @@ class ForwardRecord:
     tokens_committed: int = 0
     draft_tokens: int = 0
     tree: bool = False
+    batch_size: int = 1  # sessions whose forwards ran in the same device step (concurrency.batching)
+    device_wait_ms: float = 0.0  # time it waited for the device while other sessions' work ran
 
 
 @dataclass
@@ -161,6 +163,9 @@ class ChunkCounters:
     clock, ``window_used_ms`` charged in it, ``window_wall_ms`` measured, ``window_forwards`` and the
     ``window_query_tokens`` they fed.
 
+    Sharing a device (``concurrency.sessions`` > 1): ``device_wait_ms``, the time the chunk's post-audio work
+    waited for the device while other sessions' work ran (0 for a session alone).
+
     Context: ``context_tokens`` in the cache when the chunk's post-audio work began; ``evicted_tokens`` removed
     from it just before the chunk by the model's context policy (``ticktock.context``).
 
@@ -187,10 +192,12 @@ class ChunkCounters:
     window_query_tokens: int = 0
     context_tokens: int = 0
     evicted_tokens: int = 0
+    device_wait_ms: float = 0.0
 
-    def count_forward(self, phase: str, query_tokens: int) -> None:
+    def count_forward(self, phase: str, query_tokens: int, waited_ms: float = 0.0) -> None:
         if phase == POST_AUDIO:
             self.post_audio_forwards += 1
+            self.device_wait_ms += waited_ms
         else:
             self.window_forwards += 1
             self.window_query_tokens += query_tokens
@@ -240,32 +247,29 @@ class Phase:
         return self.state.history
 
     def forward(self, segments, tree: TreeLayout | None = None, logits_from: int = 0, draft_tokens: int = 0):
-        import time
+        adapter = self.adapter
+        context = adapter.cache_length
+        query = sum(adapter.segment_length(s) for s in segments)
+        work = DeviceWork(FORWARD, lambda: adapter.forward(segments, tree, logits_from), adapter, query, context,
+                          call=(segments, tree, logits_from), hypothesis=self._hypothesis())
+        done = self.stopwatch.run(work)
+        self.state.forwards.append(ForwardRecord(self.chunk_index, self.phase_name, query, context, done.wall_ms,
+                                                 done.charged_ms, 0, draft_tokens, tree is not None, done.batch_size,
+                                                 done.waited_ms))
+        self.counters.count_forward(self.phase_name, query, done.waited_ms)
+        return done.result
 
-        context = self.adapter.cache_length
-        query = sum(self.adapter.segment_length(s) for s in segments)
-        self.adapter.synchronize()
-        start = time.perf_counter()
-        logits = self.adapter.forward(segments, tree, logits_from)
-        self.adapter.synchronize()
-        wall = (time.perf_counter() - start) * 1000.0
-        charged = self.stopwatch.charge_forward(query, context, wall)
-        self.state.forwards.append(
-            ForwardRecord(self.chunk_index, self.phase_name, query, context, wall, charged, 0, draft_tokens, tree is not None)
-        )
-        self.counters.count_forward(self.phase_name, query)
-        return logits
+    def _hypothesis(self) -> tuple[int, ...]:
+        return ()
 
     def encode(self, samples, peek: bool = False):
-        import time
-
-        start = time.perf_counter()
-        embeds = self.adapter.peek_audio(samples) if peek else self.adapter.encode_audio(samples)
-        self.adapter.synchronize()
-        wall = (time.perf_counter() - start) * 1000.0
-        self.encode_wall_ms += wall
-        self.stopwatch.charge_encode(wall)
-        return embeds
+        adapter = self.adapter
+        work = DeviceWork(ENCODE, lambda: adapter.peek_audio(samples) if peek else adapter.encode_audio(samples), adapter)
+        done = self.stopwatch.run(work)
+        self.encode_wall_ms += done.wall_ms
+        if self.phase_name == POST_AUDIO:
+            self.counters.device_wait_ms += done.waited_ms
+        return done.result
 
     def elapsed_ms(self) -> float:
         return self.stopwatch.elapsed_ms()
@@ -289,6 +293,9 @@ class ChunkStep(Phase):
     @property
     def done(self) -> bool:
         return self.protocol.is_done(self.output)
+
+    def _hypothesis(self) -> tuple[int, ...]:
+        return tuple(self.output) if self.phase_name == DRAFT else ()
 
     def root_token(self) -> int | None:
         """Token id at the root of the next forward: the last committed token, or on the audio prefill the
@@ -360,7 +367,9 @@ class IdleWindow(Phase):
 
     ``chunk_index`` is the chunk being drafted; ``next_inputs`` are its known inputs (no audio yet: the same
     object its post-audio step will get); ``next_samples`` its length in samples. Work past ``budget_ms`` is
-    carried into that chunk's post-audio latency by the engine.
+    carried into that chunk's post-audio latency by the engine. On a device shared with other sessions a
+    forward or encoding here may raise ``ticktock.clocks.base.WindowClosed`` instead of running (the chunk's
+    audio arrived while it waited); the engine rolls the model state back if the decoder does not catch it.
     """
 
     phase_name = DRAFT

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ticktock.clocks.base import WindowClosed
 from ticktock.decoders.base import (ChunkStep, Decoder, DecoderConfigError, DecoderSettings, DraftTree, IdleWindow,
                                     Verification, knob, trim_draft)
 from ticktock.decoders.call_schema import CallDrafter, call_patterns
@@ -149,6 +150,23 @@ class SpeculativeListeningDecoder(Decoder):
     def idle(self, window: IdleWindow) -> None:
         adapter = window.adapter
         state = adapter.snapshot()
+        try:
+            hypotheses = self._draft(window, state)
+        except WindowClosed:  # a shared device could not run the first forward before the audio arrived
+            hypotheses = None
+        adapter.restore(state)
+        if hypotheses is None:
+            return
+        if self.settings.draft_with_pool and not hypotheses.main_complete:
+            hypotheses.main += self._pool_draft(hypotheses.main, window.protocol)
+        for draft in [hypotheses.main, *hypotheses.branches]:
+            if self.settings.pool:
+                self.pool.add(draft)
+        self.pending = hypotheses
+
+    def _draft(self, window: IdleWindow, state) -> Hypotheses:
+        """The silence draft (main), then the runner-up branches while the window lasts."""
+        adapter = window.adapter
         prefix = window.next_inputs.segments(window.silence(fresh=self.settings.fresh_silence))
         prefix_end = state.cache_length + sum(adapter.segment_length(s) for s in prefix)
         main = window.decoding()
@@ -162,23 +180,21 @@ class SpeculativeListeningDecoder(Decoder):
                 break
             adapter.keep(prefix_end, [])  # back to the end of the silence prefill
             hypotheses.branches.append(self._extend(window, window.decoding(output=[token])))
-        adapter.restore(state)
-        if self.settings.draft_with_pool and not hypotheses.main_complete:
-            hypotheses.main += self._pool_draft(hypotheses.main, window.protocol)
-        for draft in [hypotheses.main, *hypotheses.branches]:
-            if self.settings.pool:
-                self.pool.add(draft)
-        self.pending = hypotheses
+        return hypotheses
 
     def _extend(self, window: IdleWindow, hypothesis: ChunkStep) -> list[int]:
-        """Greedy decoding of a hypothesis until it ends, hits the cap, or the budget is spent."""
+        """Greedy decoding of a hypothesis until it ends, hits the cap, or the budget is spent (or a shared
+        device drops the next forward: the window closed while it waited)."""
         cap = self.settings.draft_token_cap or window.protocol.max_tokens_per_chunk
         last = None
         while not hypothesis.done and len(hypothesis.output) < cap and window.remaining_ms() > 0:
             draft = None
             if self.settings.draft_with_pool:
                 draft = self._next_draft(hypothesis, cap - len(hypothesis.output) - 1, last)
-            last = hypothesis.verify([[hypothesis.output[-1]]], draft)
+            try:
+                last = hypothesis.verify([[hypothesis.output[-1]]], draft)
+            except WindowClosed:
+                break
         return hypothesis.output[:cap]
 
     # --------------------------------------------------------------------------------- post-audio

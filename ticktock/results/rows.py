@@ -65,6 +65,8 @@ def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
                 "lag_ms": chunk.timing.lag_ms,
                 "response_ms": chunk.timing.response_ms,
                 "missed_deadline": chunk.timing.missed_deadline,
+                "concurrency": trace.concurrency,
+                "session_slot": trace.slot,
                 **{column: getattr(chunk.counters, name) for column, name in COUNTER_COLUMNS.items()},
             }
         )
@@ -96,6 +98,9 @@ def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:
         "expected_json": json.dumps(session.expected, sort_keys=True),
         "turns_json": json.dumps([_turn_summary(t) for t in session.turns]),
         "replay_wall_s": trace.wall_s,
+        "concurrency": trace.concurrency,
+        "session_slot": trace.slot,
+        "start_ms": trace.start_ms,
     }
 
 
@@ -129,6 +134,8 @@ def forward_rows(trace, run_id: str) -> list[dict]:
                 "tree": record.tree,
                 "wall_ms": record.wall_ms,
                 "charged_ms": record.charged_ms,
+                "batch_size": record.batch_size,
+                "device_wait_ms": record.device_wait_ms,
             }
         )
     return rows

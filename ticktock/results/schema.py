@@ -22,20 +22,25 @@ chunks.parquet, one row per session chunk:
                         window_forwards (phase "draft") and the window_query_tokens they fed
     context_tokens      positions in the model's cache when the chunk's post-audio work began
     evicted_tokens      positions evicted just before this chunk by the model's context policy (old units)
+    concurrency         sessions sharing the device in this run (concurrency.sessions; 1: a session alone)
+    session_slot        the session's slot among them (0 .. concurrency - 1)
+    device_wait_ms      time the chunk's post-audio work waited for the device while other sessions' work ran
 
 sessions.parquet, one row per completed session:
+    concurrency, session_slot: as in chunks; start_ms: the session's start on the shared device's time
     manifest_sha256     SHA-256 of the session's manifest line (canonical JSON); audio_sha256: of its audio file's
                         bytes. A resumed run replays a session whose digests changed (``ticktock.results.fingerprint``)
 
 forwards.parquet, one row per target forward (phase "post_audio" or "draft"; draft rows are attributed
-to the chunk they draft).
+to the chunk they draft); batch_size: sessions whose forwards ran in the same device step (charged_ms is
+that step's cost); device_wait_ms: time the forward waited for the device while other sessions' work ran.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: one channel for chunk counters (window_*, lookup_hits)
+SCHEMA_VERSION = 3  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns
 
 IDENTITY = [
     pa.field("run_id", pa.string()),
@@ -83,6 +88,9 @@ CHUNKS = pa.schema(
         pa.field("window_query_tokens", pa.int32()),
         pa.field("context_tokens", pa.int32()),
         pa.field("evicted_tokens", pa.int32()),
+        pa.field("concurrency", pa.int32()),
+        pa.field("session_slot", pa.int32()),
+        pa.field("device_wait_ms", pa.float64()),
     ]
 )
 
@@ -105,6 +113,9 @@ SESSIONS = pa.schema(
         pa.field("expected_json", pa.string()),
         pa.field("turns_json", pa.string()),
         pa.field("replay_wall_s", pa.float64()),
+        pa.field("concurrency", pa.int32()),
+        pa.field("session_slot", pa.int32()),
+        pa.field("start_ms", pa.float64()),
         pa.field("manifest_sha256", pa.string()),
         pa.field("audio_sha256", pa.string()),
     ]
@@ -124,6 +135,8 @@ FORWARDS = pa.schema(
         pa.field("tree", pa.bool_()),
         pa.field("wall_ms", pa.float64()),
         pa.field("charged_ms", pa.float64()),
+        pa.field("batch_size", pa.int32()),
+        pa.field("device_wait_ms", pa.float64()),
     ]
 )
 
@@ -144,6 +157,7 @@ COUNTER_COLUMNS = {
     "window_query_tokens": "window_query_tokens",
     "context_tokens": "context_tokens",
     "evicted_tokens": "evicted_tokens",
+    "device_wait_ms": "device_wait_ms",
 }
 
 

@@ -1,8 +1,10 @@
 """Draft acceptance (Table 7) and the in-depth analysis of Figure 4: post-audio forwards by output length
-(4a), speedup versus temperature (4b) and versus concurrent sessions (4c, not measured yet).
+(4a), speedup versus temperature (4b) and versus N concurrent sessions on one device (4c, from runs with
+``concurrency.sessions=N``).
 
-``fig4a_data`` and ``fig4b_data`` return long DataFrames that both the tables here and the figures in
-``figures.py`` are drawn from.
+``fig4a_data``, ``fig4b_data`` and ``fig4c_data`` return DataFrames that both the tables here and the figures in
+``figures.py`` are drawn from. Table 7, 4a and 4b use the runs of one session alone on the device
+(``Results.single_session``); 4c compares every N, each against the baseline at the same N.
 
 Example::
 
@@ -13,12 +15,15 @@ Example::
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from ticktock.tables import metrics
-from ticktock.tables.common import Table, provenance_notes, run_names, setup_columns, setup_label, varying
-from ticktock.tables.load import Results, decoder_order
-from ticktock.tables.paper import paper_note
+from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
+                                    single_session, varying)
+from ticktock.tables.load import Cell, Results, Setup, decoder_order
+from ticktock.tables.paper import paper_note, paper_value
 
 KIND_ORDER = ["listen", "speak", "tool", "backchannel", "interrupt"]
 FIG4A_DECODERS = ["ar", "speclisten_silence", "speclisten"]
@@ -28,6 +33,7 @@ def _kind_order(label: str) -> tuple:
     return (KIND_ORDER.index(label), "") if label in KIND_ORDER else (len(KIND_ORDER), label)
 
 
+@single_session
 def acceptance_table(results: Results) -> Table:
     """Table 7: share of chunks whose committed output equals the silence draft (``draft_full_match``),
     by the output's chunk kind and by whether the user was speaking, per decoder that drafts."""
@@ -62,6 +68,7 @@ def _analysis_subset(chunks: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return (fdb, metrics.TOOL_TASK) if len(fdb) else (chunks, "all tasks")
 
 
+@single_session
 def fig4a_data(results: Results) -> pd.DataFrame:
     """Mean post-audio forwards per chunk by output-length bucket for AR, silence-only SL and full SL;
     one row per (setup, decoder, bucket), with the setup's row columns and its label."""
@@ -81,6 +88,7 @@ def _shown_names(results: Results, shown: list[str] | None = None) -> list[str]:
     return list(setup_columns(results.setups()[0], shown)) if results.cells else []
 
 
+@single_session
 def fig4a_table(results: Results, data: pd.DataFrame | None = None) -> Table:
     """Figure 4a as a table: 'mean forwards (chunks)' per bucket."""
     data = fig4a_data(results) if data is None else data
@@ -97,6 +105,7 @@ def fig4a_table(results: Results, data: pd.DataFrame | None = None) -> Table:
     return Table("fig4a_forwards_by_length", title, pd.DataFrame(rows), {}, notes, [], provenance_notes(results))
 
 
+@single_session
 def fig4b_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     """Speak and tool speedup over the baseline at the same temperature, for decoders run at several
     temperatures with everything else equal; one row per (setup, decoder, temperature, kind)."""
@@ -129,6 +138,7 @@ def _temperature_rows(base, cell, shown: list[str]) -> list[dict]:
     return rows
 
 
+@single_session
 def fig4b_table(results: Results, baseline: str = "ar", data: pd.DataFrame | None = None) -> Table:
     """Figure 4b as a table: speak and tool speedup per temperature."""
     data = fig4b_data(results, baseline) if data is None else data
@@ -151,9 +161,176 @@ def fig4b_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
                  provenance_notes(results))
 
 
-def fig4c_table(results: Results) -> Table:
-    """Figure 4c (speedup versus concurrent sessions): no concurrency runs exist; say so, fake nothing."""
-    notes = ["no concurrency runs: the harness replays one session at a time (batch 1), so speedup versus N "
-             "concurrent sessions on one device cannot be shown yet",
-             paper_note("fig4c")]
-    return Table("fig4c_concurrency", "Figure 4c: speedup versus concurrent sessions", pd.DataFrame(), {}, notes)
+FIG4C_SETUP_FIELDS = ("clock", "device", "temperature", "seed", "top_k", "top_p")
+FIG4C_METRICS = ["speak chunks", "speak speedup", "tool chunks", "tool speedup", "deadline-miss rate",
+                 "tool deadline-miss rate", "mean max lag ms", "mean device wait ms", "sessions", "chunks"]
+FIG4C_PAPER = {"speak speedup": ("paper speak speedup", False), "tool speedup": ("paper tool speedup", False),
+               "tool deadline-miss rate": ("paper tool deadline-miss rate", True)}
+
+
+def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
+    """Figure 4c: one row per cell of every setup group (everything but how the device was shared) that has
+    concurrency runs, at every N present: speak and tool speedup over the baseline at the same N and batching
+    (``metrics.speedup``, as Table 2 and the tool table), the deadline-miss rate over all chunks and over FDB v3
+    tool chunks, the mean per-session max lag and the mean device wait of the chunks' post-audio work. Empty
+    when no run shared the device."""
+    cells = _fig4c_cells(results)
+    shown = varying(results, FIG4C_SETUP_FIELDS)
+    columns = [*_shown_names(results, shown), "group", "greedy", "N", "decoder", "label", "draft policy", "batching",
+               "is baseline", "baseline run", *FIG4C_METRICS]
+    label = _fig4c_labeller(cells)
+    rows = []
+    for cell in cells:
+        base = _baseline_at(results, cell.setup, baseline)
+        speak, tool = _fig4c_speedups(base, cell)
+        chunks, tools = cell.chunks, cell.chunks[metrics.tool_mask(cell.chunks)]
+        rows.append({**setup_columns(cell.setup, shown), "group": _group_label(cell.setup),
+                     "greedy": cell.setup.temperature == 0, "N": cell.setup.concurrency,
+                     "decoder": cell.decoder, "label": label(cell), "draft policy": cell.setup.draft_policy,
+                     "batching": cell.setup.batching, "is baseline": cell.decoder == baseline,
+                     "baseline run": base.names if base is not None else "",
+                     "speak chunks": speak.chunks, "speak speedup": speak.speedup,
+                     "tool chunks": tool.chunks, "tool speedup": tool.speedup,
+                     "deadline-miss rate": _rate(chunks["missed_deadline"]),
+                     "tool deadline-miss rate": _rate(tools["missed_deadline"]),
+                     "mean max lag ms": _mean(cell.sessions["max_lag_ms"]),
+                     "mean device wait ms": _mean(chunks["device_wait_ms"]),
+                     "sessions": len(cell.sessions), "chunks": len(chunks), "_order": _fig4c_order(cell)})
+    data = pd.DataFrame(rows, columns=[*columns, "_order"])
+    if len(data):
+        data = data.iloc[sorted(range(len(data)), key=lambda i: data["_order"][i])]
+    return data.drop(columns="_order").reset_index(drop=True)
+
+
+def _fig4c_cells(results: Results) -> list[Cell]:
+    """Every cell of the setup groups (everything but how the device was shared) that hold a concurrency run."""
+    groups = {c.setup.without_sharing() for c in results.cells if c.setup.shares_device}
+    return [c for c in results.cells if c.setup.without_sharing() in groups]
+
+
+def _group_label(setup: Setup) -> str:
+    """The setup without how the device was shared (4c compares N within it)."""
+    label = setup_label(Setup(*setup.without_sharing()))
+    return label + (f" / top_k {setup.top_k}, top_p {setup.top_p:g}" if setup.top_k or setup.top_p != 1.0 else "")
+
+
+def _fig4c_order(cell: Cell) -> tuple:
+    setup = cell.setup
+    return (setup.without_sharing(), setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger,
+            decoder_order(cell.decoder), setup.draft_policy, setup.draft_policy_args)
+
+
+def _baseline_at(results: Results, setup: Setup, baseline: str) -> Cell | None:
+    """The baseline at the same N, batching, max batch and stagger (everything else equal); its draft policy the
+    same when such a run exists, else any (the draft policy only orders draft forwards)."""
+    exact = results.cell(setup, baseline)
+    if exact is not None:
+        return exact
+    same = [c for c in results.cells if c.decoder == baseline and c.setup.without_sharing() == setup.without_sharing()
+            and c.setup.sharing()[:4] == setup.sharing()[:4]]
+    return same[0] if same else None
+
+
+def _fig4c_speedups(base: Cell | None, cell: Cell) -> tuple[metrics.Speedup, metrics.Speedup]:
+    none = metrics.Speedup(0, math.nan, math.nan, math.nan, math.nan)
+    if base is None:
+        return none, none
+    names = (run_names(base), run_names(cell))
+    return (metrics.speedup(base.chunks, cell.chunks, metrics.speak_mask(base.chunks), names, "speak"),
+            metrics.speedup(base.chunks, cell.chunks, metrics.tool_mask(base.chunks), names, "fdb_v3 tool"))
+
+
+def _rate(values: pd.Series) -> float:
+    values = values.dropna()
+    return float(values.astype(bool).mean()) if len(values) else math.nan
+
+
+def _mean(values: pd.Series) -> float:
+    values = values.dropna()
+    return float(values.mean()) if len(values) else math.nan
+
+
+def _fig4c_labeller(cells: list[Cell]):
+    """Row labels: the decoder, then (for a shared device) the draft policy when several are present (with its
+    settings when one name has several), '+batching' (with its max batch when several), the stagger when several."""
+    shared = [c.setup for c in cells if c.setup.shares_device]
+    policies = {s.draft_policy for s in shared}
+    settings = {name: {s.draft_policy_args for s in shared if s.draft_policy == name} for name in policies}
+    max_batches = {s.max_batch for s in shared if s.batching}
+    staggers = {s.stagger for s in shared}
+
+    def label(cell: Cell) -> str:
+        setup, parts = cell.setup, [cell.decoder]
+        if not setup.shares_device:
+            return cell.decoder
+        if len(policies) > 1 or any(len(v) > 1 for v in settings.values()):
+            policy = setup.draft_policy or "no draft policy"
+            if len(settings.get(setup.draft_policy, ())) > 1:
+                policy += f" {setup.draft_policy_args or '(defaults)'}"
+            parts.append(policy)
+        if setup.batching:
+            parts.append(f"+batching (max {setup.max_batch or 'all'})" if len(max_batches) > 1 else "+batching")
+        if len(staggers) > 1:
+            parts.append(f"stagger {setup.stagger}")
+        return ", ".join(parts)
+    return label
+
+
+def _fig4c_clock_note(results: Results) -> str:
+    """The clocks (with their cost profiles) behind the 4c rows, in words."""
+    parts = []
+    for cell in _fig4c_cells(results):
+        clock = cell.meta.get("clock") or {}
+        if clock.get("profile"):
+            part = (f"clock {cell.setup.clock}: modeled from cost profile {clock['profile']} for device "
+                    f"{cell.setup.device} (a deterministic simulation of the shared device; batched steps are "
+                    "charged by the profile's batch model)")
+        else:
+            part = (f"clock {cell.setup.clock}: measured on device {cell.setup.device} (each device step's "
+                    "synchronised wall time)")
+        if part not in parts:
+            parts.append(part)
+    return "times on " + "; ".join(parts)
+
+
+def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | None = None) -> Table:
+    """Figure 4c as a table: per N, decoder (and draft policy, batching) the speak and tool speedup over the
+    baseline at the same N, deadline-miss rates, mean per-session max lag and mean device wait, with the paper's
+    values beside ours. Without concurrency runs: a note saying so, nothing faked."""
+    data = fig4c_data(results, baseline) if data is None else data
+    if not len(data):
+        notes = ["no concurrency runs: every run replayed one session alone on the device; run with "
+                 "concurrency.sessions=N (configs/run.yaml; e.g. N = 2, 4, 8, for the baseline and each decoder) to "
+                 "measure speedup versus N concurrent sessions", paper_note("fig4c")]
+        return Table("fig4c_concurrency", "Figure 4c: speedup versus concurrent sessions", pd.DataFrame(), {}, notes)
+    frame = data[[*_shown_names(results, varying(results, FIG4C_SETUP_FIELDS)), "N"]].copy()
+    frame["decoder"] = data["label"]
+    comparable = data["greedy"].astype(bool) & ~data["batching"].astype(bool)  # the paper: greedy, batch 1
+    for column in FIG4C_METRICS[:-2]:
+        frame[column] = data[column]
+        if column in FIG4C_PAPER:
+            name, percent = FIG4C_PAPER[column]
+            frame[name] = [paper_value("fig4c", column, d, percent=percent, row=rf"N={n}\b") if g else ""
+                           for d, n, g in zip(data["decoder"], data["N"], comparable)]
+    frame["sessions"], frame["chunks"] = data["sessions"], data["chunks"]
+    notes = [f"speedup: mean post-audio latency of the {baseline} run at the same N, batching, max batch and stagger "
+             f"(same seed; its draft policy the same when such a run exists) over its speak chunks (all tasks) and its "
+             "FDB v3 tool chunks, divided by the decoder's over the same chunks (as Table 2 and the tool table)",
+             "deadline-miss rate: share of chunks whose response time (lag carried in plus post-audio latency) exceeds "
+             "the time until the next chunk arrives (missed_deadline), over all chunks and over FDB v3 tool chunks; "
+             "mean max lag: sessions.parquet max_lag_ms averaged over all sessions; mean device wait: device_wait_ms of each chunk's post-audio work (waiting for other sessions' "
+             "work on the device), averaged over chunks",
+             "N = 1: one session alone on the device (the runs of Tables 2-5); N > 1: that many sessions replayed at "
+             "once on one device, each started at a staggered offset (ticktock.concurrency)",
+             _fig4c_clock_note(results)]
+    for _, row in data[data["baseline run"] == ""].iterrows():
+        notes.append(f"no {baseline} run at N={row['N']} with the device shared as for {row['label']} ({row['group']}): "
+                     "no speedups there")
+    notes += ["paper columns: the paper's Streaming SLM values on FDB v3 at the same N (greedy, unbatched rows only); its "
+              "N = 1 tool speedup was measured on the wall clock; the paper's models differ from ours", paper_note("fig4c")]
+    formats = {"speak speedup": ".2f", "tool speedup": ".2f", "deadline-miss rate": ".1%",
+               "tool deadline-miss rate": ".1%", "mean max lag ms": ".1f", "mean device wait ms": ".1f"}
+    setups = list(dict.fromkeys(c.setup for c in _fig4c_cells(results)))
+    title = f"Figure 4c: speedup over {baseline} versus N concurrent sessions on one device"
+    return Table("fig4c_concurrency", title, frame.reset_index(drop=True), formats, notes, [],
+                 provenance_notes(results, setups))

@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +28,8 @@ from ticktock.tables.load import Results, TablesError, load_results
 from ticktock.tables.render import FORMATS, markdown, write_tables
 
 HEADLINE = (compute.speak_speedup_table, compute.tool_speedup_table, compute.latency_table)
-FIGURE_TABLES = {"fig4a_forwards_by_length": "fig4a_forwards_by_length.png", "fig4b_temperature": "fig4b_temperature.png"}
+FIGURE_TABLES = {"fig4a_forwards_by_length": "fig4a_forwards_by_length.png", "fig4b_temperature": "fig4b_temperature.png",
+                 "fig4c_concurrency": "fig4c_concurrency.png"}
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Built:
     tables: list[Table]
     fig4a: pd.DataFrame
     fig4b: pd.DataFrame
+    fig4c: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def failures(self) -> list[str]:
@@ -56,15 +58,17 @@ def check_baseline(results: Results, baseline: str) -> None:
 
 
 def build_tables(results: Results, baseline: str = "ar") -> Built:
-    """Every table, headline tables first, then the analysis, losslessness and quality tables."""
+    """Every table, headline tables first, then the analysis, losslessness and quality tables. Every table but
+    Figure 4c uses the runs of one session alone on the device (``Results.single_session``); 4c every N."""
     check_baseline(results, baseline)
     data4a, data4b = analysis.fig4a_data(results), analysis.fig4b_data(results, baseline)
+    data4c = analysis.fig4c_data(results, baseline)
     tables = [table(results, baseline) for table in HEADLINE]
     tables += [compute.max_lag_table(results, baseline), compute.ablation_table(results, baseline),
                analysis.acceptance_table(results), analysis.fig4a_table(results, data4a),
-               analysis.fig4b_table(results, baseline, data4b), analysis.fig4c_table(results),
+               analysis.fig4b_table(results, baseline, data4b), analysis.fig4c_table(results, baseline, data4c),
                quality.losslessness_table(results, baseline), quality.quality_table(results, baseline)]
-    return Built(tables, data4a, data4b)
+    return Built(tables, data4a, data4b, data4c)
 
 
 def headline_text(tables: list[Table]) -> str:
@@ -102,7 +106,7 @@ def write_outputs(built: Built, results: Results, out: Path, formats: tuple[str,
 
     out.mkdir(parents=True, exist_ok=True)
     written = write_tables(built.tables, out, formats)
-    figures = write_figures(built.fig4a, built.fig4b, out)
+    figures = write_figures(built.fig4a, built.fig4b, out, built.fig4c)
     written += figures
     if "html" in formats:
         by_table = {key: out / name for key, name in FIGURE_TABLES.items() if out / name in figures}

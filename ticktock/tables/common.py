@@ -2,7 +2,9 @@
 
 Every table says which model, clock (with the cost profile and its provenance) and device produced it:
 rows carry the setup columns that vary across the results (always the model; the clock, device,
-temperature and seed only when several are present), and the notes carry the full provenance.
+temperature, seed and the concurrency fields only when several are present), and the notes carry the full
+provenance. The tables of one session at a time are built with ``@single_session``: from the runs of one
+session alone on the device (``Results.single_session``), never from concurrency runs.
 
 Example::
 
@@ -14,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -61,17 +64,30 @@ def format_cell(value, spec: str | None = None) -> str:
     return str(value)
 
 
-def varying(results: Results) -> list[str]:
+def single_session(builder):
+    """Decorate a table builder ``builder(results, ...)`` so that it sees only ``results.single_session()``: the runs
+    of one session alone on the device (concurrency runs appear in Figure 4c only)."""
+    @functools.wraps(builder)
+    def build(results: Results, *args, **kwargs):
+        return builder(results.single_session(), *args, **kwargs)
+    return build
+
+
+SHARING_FIELDS = ("concurrency", "batching", "max_batch", "stagger", "draft_policy", "draft_policy_args")
+
+
+def varying(results: Results, candidates: tuple[str, ...] | None = None) -> list[str]:
     """Setup fields shown as row columns: the model always, the others when they take several values."""
     setups = results.setups()
     shown = ["model"]
-    for name in ("clock", "device", "temperature", "seed", "top_k", "top_p"):
+    for name in candidates or ("clock", "device", "temperature", "seed", "top_k", "top_p", *SHARING_FIELDS):
         if len({getattr(s, name) for s in setups}) > 1:
             shown.append(name)
     return shown
 
 
-COLUMN_NAMES = {"temperature": "T"}
+COLUMN_NAMES = {"temperature": "T", "concurrency": "N", "max_batch": "max batch", "draft_policy": "draft policy",
+                "draft_policy_args": "draft policy settings"}
 
 
 def setup_columns(setup: Setup, shown: list[str]) -> dict:
@@ -157,7 +173,27 @@ def provenance_notes(results: Results, setups: list[Setup] | None = None) -> lis
         if sampling not in seen:
             seen.add(sampling)
             lines.append(f"sampling: {sampling}" + (" (greedy)" if setup.temperature == 0 else ""))
+        if setup.shares_device:
+            line = f"concurrency: {describe_sharing(setup)}"
+            if line not in seen:
+                seen.add(line)
+                lines.append(line)
     return lines + results.provenance()
+
+
+def describe_sharing(setup: Setup) -> str:
+    """How a concurrency run shared the device, in words ('' for one session alone).
+
+    >>> describe_sharing(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, 4, True, 2, "random", "round_robin"))
+    'N=4 sessions on one device, batching (max 2), stagger random, draft policy round_robin'
+    """
+    if not setup.shares_device:
+        return ""
+    batching = (f"batching (max {setup.max_batch})" if setup.max_batch else "batching") if setup.batching else "no batching"
+    stagger = setup.stagger if setup.stagger in ("", "random") else f"{setup.stagger} ms per slot"
+    policy = f"draft policy {setup.draft_policy or 'unnamed'}"
+    policy += f" {setup.draft_policy_args}" if setup.draft_policy_args else ""
+    return f"N={setup.concurrency} sessions on one device, {batching}, stagger {stagger}, {policy}"
 
 
 def setup_label(setup: Setup) -> str:
@@ -165,8 +201,11 @@ def setup_label(setup: Setup) -> str:
 
     >>> setup_label(Setup("m", "wall", "cpu", 0.3, 0, 1.0, 0))
     'm / wall / cpu / T=0.3 / seed 0'
+    >>> setup_label(Setup("m", "wall", "cpu", 0.3, 0, 1.0, 0, concurrency=4, stagger="random", draft_policy="round_robin"))
+    'm / wall / cpu / T=0.3 / seed 0 / N=4 sessions on one device, no batching, stagger random, draft policy round_robin'
     """
-    return f"{setup.model} / {setup.clock} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
+    label = f"{setup.model} / {setup.clock} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
+    return f"{label} / {describe_sharing(setup)}" if setup.shares_device else label
 
 
 def run_names(cell) -> str:

@@ -4,7 +4,8 @@ Listening ablation (Table 4) and user-perceived latency (Table 5).
 Each builder takes the loaded ``Results`` and the baseline decoder's name and returns a ``Table``. Paired
 quantities (speedups) compare each decoder with the baseline run of the same setup over exactly the
 baseline's chunks of the subset (``metrics.speedup``); a setup without a baseline run gets no paired rows
-and a note saying so.
+and a note saying so. Every table here uses the runs of one session alone on the device (``@single_session``);
+runs with N concurrent sessions appear in Figure 4c (``analysis.fig4c_table``) only.
 
 Example (AR speak latencies [300, 500] ms, SL [100, 100] ms on the same chunks)::
 
@@ -18,7 +19,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ticktock.tables import metrics
-from ticktock.tables.common import Table, provenance_notes, run_names, setup_columns, setup_label, varying
+from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
+                                    single_session, varying)
 from ticktock.tables.load import Cell, Results
 from ticktock.tables.paper import paper_note, paper_value
 
@@ -53,6 +55,7 @@ def _speedup(base: Cell, cell: Cell, mask, subset: str) -> metrics.Speedup:
     return metrics.speedup(base.chunks, cell.chunks, mask, (run_names(base), run_names(cell)), subset)
 
 
+@single_session
 def _speedup_table(results: Results, baseline: str, key: str, title: str, kind: str) -> Table:
     shown, notes, rows = varying(results), [], []
     column = f"{kind} speedup"
@@ -86,6 +89,7 @@ def tool_speedup_table(results: Results, baseline: str = "ar") -> Table:
     return _speedup_table(results, baseline, "tool_speedup", title, "tool")
 
 
+@single_session
 def max_lag_table(results: Results, baseline: str = "ar") -> Table:
     """Table 3: per-session max lag on FDB v3 sessions: mean, max and share of sessions above 1 s."""
     shown, rows, notes = varying(results), [], []
@@ -117,6 +121,7 @@ def _speak_tasks(base: Cell) -> tuple[list[str] | None, str]:
     return None, "all tasks"
 
 
+@single_session
 def ablation_table(results: Results, baseline: str = "ar") -> Table:
     """Table 4: speedup over the baseline as the components of Speculative Listening are added."""
     shown, rows, notes = varying(results), [], []
@@ -141,6 +146,7 @@ def ablation_table(results: Results, baseline: str = "ar") -> Table:
                  notes, [], provenance_notes(results))
 
 
+@single_session
 def latency_table(results: Results, baseline: str = "ar") -> Table:
     """Table 5: response onset latency (mean over tasks) and tool-call latency (FDB v3), with the paper's."""
     shown, rows = varying(results), []

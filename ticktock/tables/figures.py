@@ -3,13 +3,15 @@
 - 4a: mean post-audio forwards per chunk by output-length bucket, one panel per setup (greedy setups when
   there are any, as the paper), a log axis when the counts span more than 20.
 - 4b: speak and tool speedup versus sampling temperature, one line per (setup, decoder).
-- 4c: not drawn: there are no concurrency runs (the table says so; no data is faked).
+- 4c: speak and tool speedup versus N concurrent sessions on one device (each over the baseline at the same
+  N), one line per (setup, decoder, draft policy, batching), a log axis for tool speedups spanning more than 20;
+  not drawn without concurrency runs (the table says so; no data is faked).
 
 Example::
 
-    >>> paths = write_figures(fig4a_data(results), fig4b_data(results), Path("out"))   # doctest: +SKIP
+    >>> paths = write_figures(fig4a_data(results), fig4b_data(results), Path("out"), fig4c_data(results))  # doctest: +SKIP
     >>> [p.name for p in paths]                                                      # doctest: +SKIP
-    ['fig4a_forwards_by_length.png', 'fig4b_temperature.png']
+    ['fig4a_forwards_by_length.png', 'fig4b_temperature.png', 'fig4c_concurrency.png']
 """
 
 from __future__ import annotations
@@ -94,6 +96,70 @@ def fig4b(data: pd.DataFrame, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def fig4c_lines(data: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
+    """The lines of Figure 4c: per (setup group, row label) of the decoders (not the baseline), its rows by N. A line
+    of a shared device without an N = 1 point starts from the decoder's single-session run (one session alone),
+    which then has no line of its own.
+
+    >>> rows = pd.DataFrame({"group": ["g"] * 3, "decoder": ["sl"] * 3, "label": ["sl", "sl, rr", "sl, es"],
+    ...                      "N": [1, 4, 4], "batching": [False] * 3, "is baseline": [False] * 3})
+    >>> {key: lines["N"].tolist() for key, lines in fig4c_lines(rows).items()}
+    {('g', 'sl, rr'): [1, 4], ('g', 'sl, es'): [1, 4]}
+    """
+    data = data[~data["is baseline"].astype(bool)]
+    alone = data[(data["N"] == 1) & ~data["batching"].astype(bool)]
+    lines, used = {}, set()
+    for (group, label), rows in data.groupby(["group", "label"], sort=False):
+        if len(alone) and rows.index.isin(alone.index).all():
+            continue  # single-session points: drawn as the start of the decoder's concurrency lines (or alone below)
+        start = alone[(alone["group"] == group) & (alone["decoder"] == rows["decoder"].iloc[0])]
+        if (rows["N"] != 1).all() and len(start):
+            used.update(start.index)
+            rows = pd.concat([start, rows])
+        used.update(rows.index.intersection(alone.index))
+        lines[(group, label)] = rows.sort_values("N")
+    for (group, label), rows in alone.drop(index=list(used)).groupby(["group", "label"], sort=False):
+        lines[(group, label)] = rows
+    return lines
+
+
+def fig4c(data: pd.DataFrame, path: Path) -> Path | None:
+    """Speak and tool speedup versus N concurrent sessions; None without concurrency runs."""
+    if data.empty:
+        return None
+    lines = fig4c_lines(data)
+    kinds = [k for k in ("speak", "tool") if any(rows[f"{k} speedup"].notna().any() for rows in lines.values())]
+    if not kinds:
+        return None
+    several = data["group"].nunique() > 1
+    fig, axes = plt.subplots(1, len(kinds), figsize=(max(7, 6 * len(kinds)), 5), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        column = f"{kind} speedup"
+        for (group, label), rows in lines.items():
+            rows = rows[rows[column].notna()]
+            if len(rows):
+                ax.plot(rows["N"], rows[column], marker="o", label=f"{label} ({group})" if several else label)
+        ns = sorted(set(data["N"]))
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ns, [str(n) for n in ns])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        finite = data.loc[~data["is baseline"].astype(bool), column].replace(float("inf"), float("nan"))
+        top = finite.max()
+        if kind == "tool" and top == top and top > 20:
+            _y_scale(ax, top)
+            ax.set_ylim(min(0.8, 0.8 * finite.min()), top * 1.5)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_xlabel("concurrent sessions on one device (N)")
+        ax.set_ylabel(f"{kind} speedup over AR at the same N")
+        ax.set_title(f"{kind} chunks" + (" (FDB v3)" if kind == "tool" else ""))
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    title = "Figure 4c: speedup versus concurrent sessions"
+    fig.suptitle(title if several else f"{title}\n{textwrap.fill(data['group'].iloc[0], 90)}", fontsize=9)
+    return _save(fig, path)
+
+
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -101,7 +167,9 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def write_figures(data4a: pd.DataFrame, data4b: pd.DataFrame, out: Path) -> list[Path]:
+def write_figures(data4a: pd.DataFrame, data4b: pd.DataFrame, out: Path, data4c: pd.DataFrame | None = None) -> list[Path]:
     """Write the figures that have data into ``out``; returns their paths."""
     made = [fig4a(data4a, out / "fig4a_forwards_by_length.png"), fig4b(data4b, out / "fig4b_temperature.png")]
+    if data4c is not None:
+        made.append(fig4c(data4c, out / "fig4c_concurrency.png"))
     return [p for p in made if p is not None]

@@ -2,9 +2,15 @@
 
 A run directory holds ``run.json`` and the three tables of ``ticktock.results.schema``. Every argument of
 the tables command is a run directory, a folder searched recursively for run directories, or a glob of
-either. Runs are grouped by **setup** (model, clock and profile, device, sampling, seed): only runs of the
-same setup are ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
+either. Runs are grouped by **setup** (model, clock and profile, device, sampling, seed, and how many sessions
+shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy): only runs of
+the same setup are ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
 share a cell when they hold disjoint sessions (e.g. one run per task), never the same chunk twice.
+
+A run with N = 1 and no batching replays one session alone on the device: its draft policy, max_batch and
+stagger do not apply and are not part of its setup. Every other run is a **concurrency run**: the tables
+of one session at a time (Tables 2-7, Figures 4a-4b, losslessness, quality) use only the single-session runs
+(``Results.single_session``: all runs when there are no single-session runs); Figure 4c uses them all.
 
 Nothing here imports torch or model code: the tables are a pure function of the files.
 
@@ -55,9 +61,28 @@ class Setup:
     top_k: int
     top_p: float
     seed: int
+    concurrency: int = 1  # N: sessions sharing the device (concurrency.sessions)
+    batching: bool = False
+    max_batch: int | None = None  # only with batching
+    stagger: str = ""  # only for a shared device: "random" or a number of ms
+    draft_policy: str = ""  # only for a shared device: the policy's name
+    draft_policy_args: str = ""  # its other settings (canonical JSON, "" when none)
+
+    @property
+    def shares_device(self) -> bool:
+        """A concurrency run: several sessions at once, or batching (``ConcurrencySettings.shares_device``)."""
+        return self.concurrency > 1 or self.batching
+
+    def sharing(self) -> tuple:
+        """The concurrency fields: how the device was shared."""
+        return (self.concurrency, self.batching, self.max_batch, self.stagger, self.draft_policy, self.draft_policy_args)
 
     def without_temperature(self) -> tuple:
-        return (self.model, self.clock, self.device, self.top_k, self.top_p, self.seed)
+        return (self.model, self.clock, self.device, self.top_k, self.top_p, self.seed, *self.sharing())
+
+    def without_sharing(self) -> tuple:
+        """Everything but the concurrency fields (Figure 4c compares N within this)."""
+        return (self.model, self.clock, self.device, self.temperature, self.top_k, self.top_p, self.seed)
 
 
 @dataclass
@@ -96,7 +121,33 @@ class Run:
             top_k=int(sampling.get("top_k", 0)),
             top_p=float(sampling.get("top_p", 1.0)),
             seed=int(config.get("seed", 0)),
+            **sharing_of(config),
         )
+
+
+def sharing_of(config: dict) -> dict:
+    """The concurrency fields of a run's setup from its config (``concurrency``, ``draft_policy``); a run without
+    them, or with N = 1 and no batching, is a single session alone on the device.
+
+    >>> sharing_of({"concurrency": {"sessions": 1, "stagger": "random"}, "draft_policy": {"name": "round_robin"}})
+    {'concurrency': 1, 'batching': False}
+    >>> shared = sharing_of({"concurrency": {"sessions": 4, "batching": False, "max_batch": 8, "stagger": 50},
+    ...                      "draft_policy": {"name": "expected_savings", "_target_": "x.Y", "speech_dbfs": -45.0}})
+    >>> shared["max_batch"], shared["stagger"], shared["draft_policy"], shared["draft_policy_args"]
+    (None, '50', 'expected_savings', '{"speech_dbfs": -45.0}')
+    """
+    concurrency = config.get("concurrency") or {}
+    sessions, batching = int(concurrency.get("sessions") or 1), bool(concurrency.get("batching", False))
+    fields = {"concurrency": sessions, "batching": batching}
+    if sessions == 1 and not batching:
+        return fields
+    policy = dict(config.get("draft_policy") or {})
+    name = str(policy.pop("name", "") or "")
+    policy.pop("_target_", None)
+    max_batch = concurrency.get("max_batch") if batching else None
+    return {**fields, "max_batch": None if max_batch is None else int(max_batch),
+            "stagger": _stagger(concurrency.get("stagger", "random")), "draft_policy": name,
+            "draft_policy_args": json.dumps(policy, sort_keys=True) if policy else ""}
 
 
 def device_of(meta: dict) -> str:
@@ -105,6 +156,14 @@ def device_of(meta: dict) -> str:
     if clock.get("profile_device"):
         return str(clock["profile_device"])
     return str(env.get("cuda_device") or env.get("cpu") or "unknown device")
+
+
+def _stagger(value) -> str:
+    """``concurrency.stagger`` as one text per value: "random", or the milliseconds ("50" for 50 and 50.0)."""
+    try:
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        return str(value)
 
 
 @dataclass
@@ -132,10 +191,26 @@ class Results:
     cells: list[Cell]
     warnings: list[str]
     skipped: list[str] = field(default_factory=list)  # runs left out (skip_bad_runs): one line each, naming the file
+    scope: list[str] = field(default_factory=list)  # which of the runs a view uses, when not all (single_session)
 
     def provenance(self) -> list[str]:
-        """What the tables must say about the runs used: interrupted runs used anyway, runs skipped."""
-        return [r.note for r in self.runs if r.note] + [f"skipped: {reason}" for reason in self.skipped]
+        """What the tables must say about the runs used: interrupted runs used anyway, runs skipped, and which runs
+        a view uses (``single_session``)."""
+        return [r.note for r in self.runs if r.note] + [f"skipped: {reason}" for reason in self.skipped] + self.scope
+
+    def single_session(self) -> "Results":
+        """The results of one session alone on the device (N = 1, no batching), as the tables of one session at a
+        time compare; concurrency runs only when there is nothing else (said in ``scope``). Idempotent."""
+        alone = [c for c in self.cells if not c.setup.shares_device]
+        if len(alone) == len(self.cells):
+            return self
+        if alone:
+            return Results(self.runs, alone, self.warnings, self.skipped, self.scope)
+        ns = ", ".join(f"N={n}" for n in sorted({c.setup.concurrency for c in self.cells}))
+        note = (f"no single-session runs (concurrency.sessions=1 without batching): these tables use the concurrency "
+                f"runs ({ns}), each N its own setup")
+        scope = self.scope if note in self.scope else [*self.scope, note]
+        return Results(self.runs, self.cells, self.warnings, self.skipped, scope)
 
     def setups(self) -> list[Setup]:
         return sorted({c.setup for c in self.cells}, key=setup_order)
@@ -153,7 +228,9 @@ def decoder_order(name: str) -> tuple:
 
 
 def setup_order(setup: Setup) -> tuple:
-    return (setup.model, setup.clock, setup.device, setup.temperature, setup.top_k, setup.top_p, setup.seed)
+    return (setup.model, setup.clock, setup.device, setup.temperature, setup.top_k, setup.top_p, setup.seed,
+            setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger, setup.draft_policy,
+            setup.draft_policy_args)
 
 
 def discover(arguments: list[str | Path]) -> list[Path]:

@@ -11,10 +11,13 @@ Example::
     '417-1089'
     >>> paper_value(2, "speak speedup", "speclisten_plus")
     ''
+    >>> paper_value("fig4c", "tool speedup", "speclisten", row=r"N=4\\b")
+    '10.50'
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,14 +37,16 @@ def _decoders(entry: dict) -> list[str]:
     return decoder if isinstance(decoder, list) else [decoder]
 
 
-def paper_entries(table, column: str, decoder: str | None = None) -> list[dict]:
+def paper_entries(table, column: str, decoder: str | None = None, row: str | None = None) -> list[dict]:
+    """The entries of ``table`` and ``column`` (of ``decoder``; whose row starts with the regular expression ``row``)."""
     return [e for e in paper_numbers() if e["table"] == table and e["column"] == column
-            and (decoder is None or decoder in _decoders(e))]
+            and (decoder is None or decoder in _decoders(e)) and (row is None or re.match(row, str(e["row"])))]
 
 
-def paper_value(table, column: str, decoder: str, digits: int = 2, percent: bool = False) -> str:
-    """The paper's value for ``decoder`` in ``column`` of ``table``: one number, a min-max range, or ''."""
-    values = [float(e["value"]) for e in paper_entries(table, column, decoder)]
+def paper_value(table, column: str, decoder: str, digits: int = 2, percent: bool = False, row: str | None = None) -> str:
+    """The paper's value for ``decoder`` in ``column`` of ``table`` (in the rows matching ``row`` when given): one
+    number, a min-max range, or ''."""
+    values = [float(e["value"]) for e in paper_entries(table, column, decoder, row)]
     if not values:
         return ""
     fmt = (lambda v: f"{100 * v:.{max(digits - 1, 0)}f}%") if percent else (lambda v: f"{v:.{digits}f}")

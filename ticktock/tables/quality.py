@@ -24,7 +24,8 @@ import pandas as pd
 
 from ticktock.scoring import score_session
 from ticktock.tables import metrics
-from ticktock.tables.common import Table, provenance_notes, run_names, setup_columns, setup_label, varying
+from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
+                                    single_session, varying)
 from ticktock.tables.load import Cell, Results
 
 LOSSY_DECODERS: frozenset[str] = frozenset()  # every decoder of the harness is lossless
@@ -45,6 +46,7 @@ def wilson(hits: int, trials: int, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+@single_session
 def losslessness_table(results: Results, baseline: str = "ar") -> Table:
     """Per decoder: the share of chunks token-identical to the baseline's in the same setup."""
     shown, rows, failures, notes = varying(results), [], [], []
@@ -99,6 +101,7 @@ def _rate_text(counts: Counter, name: str, interval: bool) -> str:
     return text
 
 
+@single_session
 def quality_table(results: Results, baseline: str = "ar") -> Table:
     """Per decoder: pooled task-score rates; greedy must equal the baseline, sampling shows 95% CIs."""
     shown, rows, failures = varying(results), [], []

@@ -1,0 +1,74 @@
+from pathlib import Path
+
+import numpy as np
+
+from ticktock.clocks.modeled import CostProfile, ModeledClock
+from ticktock.concurrency import ConcurrencySettings, ConcurrentReplay
+from ticktock.decoders.ar import ARDecoder
+from ticktock.device import SharedDevice
+from ticktock.engine import ReplayEngine
+from ticktock.manifest import Session
+from ticktock.scheduling.base import DraftCandidate
+from ticktock.scheduling.expected_savings import ExpectedSavings
+from ticktock.scheduling.round_robin import RoundRobin
+
+from scripted import ScriptedAdapter
+
+TOOL_OPEN = 7
+
+
+def candidate(slot, closes=1000.0, hypothesis=(), reply_open=False, dbfs=-80.0, order=0, forwards=0):
+    return DraftCandidate(slot, closes, forwards, hypothesis, reply_open, dbfs, TOOL_OPEN, order)
+
+
+def test_tool_calls_first_then_what_a_first_forward_tells_then_replies_then_talking_users_then_the_rest():
+    policy = ExpectedSavings(speech_dbfs=-45.0)
+    quiet_soon = candidate(0, closes=200.0)
+    talking_first = candidate(1, closes=900.0, dbfs=-30.0)
+    drafting_call = candidate(2, closes=950.0, hypothesis=(TOOL_OPEN, 11, 12), forwards=3)
+    replying = candidate(3, closes=990.0, hypothesis=(4, 10), reply_open=True, forwards=2)
+    talking_more = candidate(4, closes=300.0, hypothesis=(4,), dbfs=-30.0, forwards=1)
+    everyone = [quiet_soon, talking_first, drafting_call, replying, talking_more]
+    ranked = sorted(everyone, key=lambda c: policy.rank(c, 0.0))
+    assert [c.slot for c in ranked] == [2, 1, 3, 4, 0]
+    assert policy.choose([quiet_soon, candidate(5, closes=100.0)], 0.0).slot == 5  # soonest chunk first
+
+
+def test_a_low_value_draft_waits_rather_than_delay_another_sessions_chunk():
+    policy = ExpectedSavings()
+    quiet = DraftCandidate(0, 900.0, 0, (), False, -80.0, TOOL_OPEN, 1, step_ms=30.0, next_arrival_ms=120.0)
+    replying = DraftCandidate(1, 900.0, 0, (), True, -80.0, TOOL_OPEN, 2, step_ms=30.0, next_arrival_ms=120.0)
+    assert policy.choose([quiet], now_ms=80.0) is quiet  # ends at 110, before the arrival at 120
+    assert policy.choose([quiet], now_ms=100.0) is None  # would end at 130: the device idles until 120
+    assert policy.choose([quiet, replying], now_ms=100.0) is replying  # worth the delay
+
+
+
+class Drafter(ARDecoder):
+    """AR plus three throw-away draft forwards in every idle window (rolled back)."""
+
+    def idle(self, window):
+        state = window.adapter.snapshot()
+        for _ in range(3):
+            window.forward(window.next_inputs.segments(window.silence()))
+        window.adapter.restore(state)
+
+
+def windows_of_the_replying_session(policy):
+    # Slot 0 speaks in chunk 0 without ending its turn (a reply is open); slot 1 only listens.
+    scripts = [{0: [4, 10, 5]}, {}]
+    clock = ModeledClock(CostProfile.constant(100.0))
+    engines = [ReplayEngine(ScriptedAdapter(script), Drafter(), clock) for script in scripts]
+    traces = {}
+    sessions = [Session(f"s{i}", "test", Path(f"s{i}.flac"), 3.0) for i in range(2)]
+    ConcurrentReplay(engines, SharedDevice(clock, policy), ConcurrencySettings(sessions=2, stagger=0.0)).replay(
+        sessions, lambda s: np.zeros(48_000, np.float32), lambda trace: traces.setdefault(trace.session.session_id, trace))
+    return traces["s0"].chunks[1].counters, traces["s1"].chunks[1].counters
+
+
+def test_the_replying_session_gets_the_idle_device_first():
+    replying, listening = windows_of_the_replying_session(ExpectedSavings())
+    # chunk 0: s0 speaks 1000-1300, s1 listens 1300-1400; then s0's three drafts run back to back (1400-1700)
+    assert replying.window_used_ms == 400.0 and listening.window_used_ms == 600.0
+    replying_rr, listening_rr = windows_of_the_replying_session(RoundRobin())
+    assert replying_rr.window_used_ms == 600.0  # drafts alternate: s0 s1 s0 s1 s0 s1 from 1400

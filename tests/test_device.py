@@ -1,0 +1,192 @@
+"""Sessions sharing one device: hand-computed timelines, N = 1 equals a session alone, tokens never depend on N,
+batched steps, determinism, and a session that fails to load."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ticktock.audio import AudioError
+from ticktock.clocks.modeled import CostProfile, ModeledClock
+from ticktock.concurrency import ConcurrencySettings, ConcurrentReplay
+from ticktock.decoders.ar import ARDecoder
+from ticktock.decoders.selection import Sampling
+from ticktock.device import SharedDevice
+from ticktock.engine import ReplayEngine
+from ticktock.manifest import Session, load_manifest
+from ticktock.scheduling.expected_savings import ExpectedSavings
+from ticktock.scheduling.round_robin import RoundRobin
+
+from scripted import ScriptedAdapter
+
+LISTEN, SPEAK, EOS = 3, 4, 5
+
+
+def session(name: str, seconds: float = 3.0) -> Session:
+    return Session(name, "test", Path(f"{name}.flac"), seconds)
+
+
+def replay_together(scripts, clock, stagger=250.0, batching=False, decoder=ARDecoder, policy=None, sessions=None):
+    """Replay one scripted session per script on a shared device; returns the traces by session id."""
+    settings = ConcurrencySettings(sessions=len(scripts), batching=batching, stagger=stagger)
+    engines = [ReplayEngine(ScriptedAdapter(script), decoder(), clock) for script in scripts]
+    device = SharedDevice(clock, policy or RoundRobin(), batching)
+    traces = {}
+    sessions = sessions or [session(f"s{i}") for i in range(len(scripts))]
+    ConcurrentReplay(engines, device, settings).replay(
+        sessions, load=lambda s: np.zeros(int(16_000 * s.duration_s), np.float32),
+        on_trace=lambda trace: traces.setdefault(trace.session.session_id, trace))
+    return traces, device
+
+
+def test_two_sessions_hand_computed_timeline():
+    # A (slot 0, starts at 0):   chunk 0 listen (1 forward), chunk 1 speaks 11 tokens (1100 ms), chunk 2 listen.
+    # B (slot 1, starts at 250): chunk 0 speaks 3 tokens, chunks 1 and 2 listen. Every forward costs 100 ms.
+    a = {1: [SPEAK, *range(10, 18), 6, EOS]}
+    b = {0: [SPEAK, 10, EOS]}
+    traces, device = replay_together([a, b], ModeledClock(CostProfile.constant(100.0)))
+    A, B = traces["s0"].chunks, traces["s1"].chunks
+    # A: 1000-1100; 2000-3100 (misses by 100 ms); chunk 2 (arrived 3000) waits for B's chunk 1 (arrived 2250,
+    # earlier) until 3200, then 3200-3300: response 300 = lag 100 + latency 200.
+    assert [c.timing.response_ms for c in A] == pytest.approx([100.0, 1100.0, 300.0])
+    assert [c.timing.lag_ms for c in A] == pytest.approx([0.0, 100.0, 0.0])
+    assert [c.timing.missed_deadline for c in A] == [False, True, False]
+    assert [c.counters.device_wait_ms for c in A] == pytest.approx([0.0, 0.0, 100.0])
+    # B: 1250-1550; chunk 1 (arrived 2250) waits for A's long chunk until 3100, runs 3100-3200 (response 950);
+    # chunk 2 (arrived 3250) waits for A's 3200-3300 forward, runs 3300-3400.
+    assert [c.timing.response_ms for c in B] == pytest.approx([300.0, 950.0, 150.0])
+    assert [c.counters.device_wait_ms for c in B] == pytest.approx([0.0, 850.0, 50.0])
+    assert [c.timing.missed_deadline for c in B] == [False, False, False]
+    assert traces["s1"].start_ms == 250.0 and traces["s1"].slot == 1
+    assert device.now == pytest.approx(3400.0)
+    assert device.stats.busy_ms == pytest.approx(100.0 * (1 + 11 + 1 + 3 + 1 + 1))
+
+
+def test_batched_post_audio_forwards_share_one_step():
+    # Two sessions in lockstep (no stagger) speak 3 tokens in chunk 0: each step batches both sessions' forwards.
+    script = {0: [SPEAK, 10, EOS]}
+    clock = ModeledClock(CostProfile.constant(100.0, batch_factor=1.5))
+    traces, device = replay_together([script, script], clock, stagger=0.0, batching=True)
+    for trace in traces.values():
+        first = trace.chunks[0]
+        assert first.timing.response_ms == pytest.approx(3 * 150.0)
+        posts = [r for r in trace.forwards if r.phase == "post_audio" and r.chunk_index == 0]
+        assert [r.batch_size for r in posts] == [2, 2, 2] and [r.charged_ms for r in posts] == [150.0] * 3
+    assert device.stats.batched_steps == 3 + 2  # chunk 0's three forwards, then one per listen chunk
+    assert device.stats.busy_ms == pytest.approx(5 * 150.0)
+    alone, _ = replay_together([script, script], clock, stagger=0.0, batching=False)
+    assert alone["s1"].chunks[0].timing.response_ms == pytest.approx(600.0)  # waits for s0's 300 ms, then 300 ms
+
+
+def test_one_session_on_the_device_equals_the_session_alone(fixture_adapter, small_manifest):
+    from ticktock.decoders.speclisten import SpeculativeListeningDecoder
+
+    clock = ModeledClock(CostProfile.constant(60.0, encode_ms=25.0))
+    sessions = load_manifest(small_manifest)[:2]
+    alone = ReplayEngine(fixture_adapter, SpeculativeListeningDecoder(), clock, Sampling())
+    expected = [alone.replay(s, _audio(s)) for s in sessions]
+    engine = ReplayEngine(fixture_adapter.replica(), SpeculativeListeningDecoder(), clock, Sampling())
+    device = SharedDevice(clock, ExpectedSavings())
+    got = []
+    ConcurrentReplay([engine], device, ConcurrencySettings(sessions=1)).replay(sessions, _audio, got.append)
+    for want, have in zip(expected, got):
+        assert [c.output for c in have.chunks] == [c.output for c in want.chunks]
+        for w, h in zip(want.chunks, have.chunks):
+            assert h.timing.response_ms == pytest.approx(w.timing.response_ms)
+            assert h.timing.lag_ms == pytest.approx(w.timing.lag_ms)
+            assert h.carried_ms == pytest.approx(w.carried_ms)
+            assert h.counters.window_used_ms == pytest.approx(w.counters.window_used_ms)
+            assert h.counters.window_forwards == w.counters.window_forwards
+            assert h.counters.post_audio_forwards == w.counters.post_audio_forwards
+            assert h.counters.accepted_draft_tokens == w.counters.accepted_draft_tokens
+            assert h.counters.device_wait_ms == 0.0
+
+
+def test_tokens_at_four_sessions_equal_each_session_alone(fixture_adapter, small_manifest):
+    from ticktock.decoders import DECODERS
+    from ticktock.runner import build, compose_run
+
+    sessions = load_manifest(small_manifest)
+    clock = ModeledClock(CostProfile.constant(40.0, encode_ms=10.0))
+    for name in DECODERS:
+        decoder_cfg = compose_run(name, "fixture", None, []).decoder
+        alone = ReplayEngine(fixture_adapter, build(decoder_cfg), clock, Sampling(), max_chunks=5)
+        want = {s.session_id: [c.output for c in alone.replay(s, _audio(s)).chunks] for s in sessions}
+        engines = [ReplayEngine(fixture_adapter.replica(), build(decoder_cfg), clock, Sampling(), max_chunks=5)
+                   for _ in range(4)]
+        got = {}
+        ConcurrentReplay(engines, SharedDevice(clock, ExpectedSavings()), ConcurrencySettings(sessions=4)).replay(
+            sessions, _audio, lambda trace: got.setdefault(trace.session.session_id, [c.output for c in trace.chunks]))
+        assert got == want, name
+
+
+def test_a_session_that_fails_to_load_does_not_stall_the_others():
+    clock = ModeledClock(CostProfile.constant(100.0))
+    engines = [ReplayEngine(ScriptedAdapter({0: [SPEAK, 10, EOS]}), ARDecoder(), clock) for _ in range(2)]
+    skipped, done = [], []
+
+    def load(s):
+        if s.session_id == "bad":
+            raise AudioError(f"{s.audio_path}: not a sound file")
+        return np.zeros(16_000 * 3, np.float32)
+
+    sessions = [session("s0"), session("bad"), session("s1"), session("s2")]
+    ConcurrentReplay(engines, SharedDevice(clock, RoundRobin()), ConcurrencySettings(sessions=2, stagger=0.0)).replay(
+        sessions, load, lambda trace: done.append(trace.session.session_id), on_skip=lambda s, err: skipped.append(s.session_id))
+    assert skipped == ["bad"] and sorted(done) == ["s0", "s1", "s2"]
+
+
+def test_a_failing_session_stops_the_device_with_its_error():
+    class Broken(ARDecoder):
+        def decode_chunk(self, step):
+            if step.chunk_index == 1:
+                raise RuntimeError("decoder bug")
+            super().decode_chunk(step)
+
+    clock = ModeledClock(CostProfile.constant(100.0))
+    with pytest.raises(RuntimeError, match="decoder bug"):
+        replay_together([{}, {}], clock, decoder=Broken)
+
+
+def test_the_same_concurrent_run_twice_gives_the_same_parquet(tmp_path, small_manifest):
+    import pyarrow.parquet as pq
+
+    from ticktock.runner import compose_run, run
+
+    tables = []
+    for name in ("a", "b"):
+        cfg = compose_run("speclisten", "fixture", None, [f"task.manifest={small_manifest}", "concurrency.sessions=3",
+                                                           "limit.chunks=5", "clock=modeled"])
+        run(cfg, tmp_path / name)
+        table = pq.read_table(tmp_path / name / "chunks.parquet").to_pandas()
+        tables.append(table.drop(columns=[c for c in table.columns if "wall" in c or c == "run_id"]))
+    assert tables[0].equals(tables[1])
+    assert set(tables[0].concurrency) == {3} and set(tables[0].session_slot) == {0, 1, 2}
+
+
+def _audio(s):
+    from ticktock.audio import load_audio
+
+    return load_audio(s.audio_path)
+
+
+def test_wall_clock_sessions_run_really_batched_and_write_the_same_tokens(fixture_adapter, small_manifest):
+    from ticktock.clocks.wall import WallClock
+
+    sessions = load_manifest(small_manifest)
+    alone = ReplayEngine(fixture_adapter, ARDecoder(), ModeledClock(CostProfile.constant(10.0)), max_chunks=4)
+    want = {s.session_id: [c.output for c in alone.replay(s, _audio(s)).chunks] for s in sessions}
+    clock = WallClock()
+    engines = [ReplayEngine(fixture_adapter.replica(), ARDecoder(), clock, max_chunks=4) for _ in range(3)]
+    device = SharedDevice(clock, ExpectedSavings(), batching=True)
+    got, batched = {}, []
+
+    def keep(trace):
+        got[trace.session.session_id] = [c.output for c in trace.chunks]
+        batched.extend(r.batch_size for r in trace.forwards)
+
+    ConcurrentReplay(engines, device, ConcurrencySettings(sessions=3, batching=True, stagger=0.0)).replay(
+        sessions, _audio, keep)
+    assert got == want
+    assert device.stats.batched_steps > 0 and max(batched) == 3  # lockstep sessions: their forwards ran together
+    assert 0 < device.stats.sessions_wall_ms <= device.stats.run_wall_ms  # disjoint intervals of the run

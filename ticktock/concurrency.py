@@ -1,0 +1,168 @@
+"""N sessions replayed at once on one device (``concurrency.sessions=N``).
+
+The run's sessions are taken in order, N at a time, keeping N live: when a session finishes, the next
+one takes its slot, so a run still covers the whole task. Every session has its own timeline: it starts
+at its slot's free time plus a stagger offset, and its chunk t arrives at ``start + end of chunk t``.
+All of them share one device (``ticktock.device.SharedDevice``): its scheduler orders their forwards,
+and the lag recursion of every session includes its waits for the device.
+
+Every slot has its own replay engine: a replica of the model adapter (same weights, its own KV cache and
+front-end state) and its own decoder, reused by the sessions that take the slot one after another (as a
+run with N = 1 reuses one decoder). Tokens never depend on N: each session's output equals what it
+writes replayed alone.
+
+Stagger (``concurrency.stagger``): ``random`` (default) gives the j-th admitted session a seeded offset
+uniform within its first chunk; a number ``d`` gives the session in slot s an offset of ``s * d`` ms.
+
+Example::
+
+    settings = ConcurrencySettings.parse({"sessions": 4, "batching": False, "max_batch": None, "stagger": "random"})
+    replay = ConcurrentReplay(slot_engines, SharedDevice(clock, ExpectedSavings()), settings, seed=0)
+    replay.replay(sessions, load=lambda s: load_audio(s.audio_path), on_trace=write_rows)
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+from ticktock.audio import AudioError, chunk_samples
+from ticktock.device import SessionLane, SharedDevice
+from ticktock.errors import ConfigError
+
+
+class ConcurrencyError(ConfigError):
+    """A ``concurrency.*`` option is not allowed; the message names the key, the value and what is allowed."""
+
+
+@dataclass(frozen=True)
+class ConcurrencySettings:
+    """``concurrency.*`` of the run config, checked.
+
+    Example::
+
+        >>> ConcurrencySettings.parse({"sessions": 0})
+        Traceback (most recent call last):
+        ...
+        ticktock.concurrency.ConcurrencyError: concurrency.sessions: must be an integer >= 1, got 0
+        >>> ConcurrencySettings.parse({"sessions": 2, "stagger": "sometimes"})
+        Traceback (most recent call last):
+        ...
+        ticktock.concurrency.ConcurrencyError: concurrency.stagger: must be 'random' or a number of milliseconds >= 0, got 'sometimes'
+    """
+
+    sessions: int = 1
+    batching: bool = False
+    max_batch: int | None = None
+    stagger: str | float = "random"
+
+    @classmethod
+    def parse(cls, values) -> "ConcurrencySettings":
+        values = dict(values or {})
+        known = ("sessions", "batching", "max_batch", "stagger")
+        for key in values:
+            if key not in known:
+                raise ConcurrencyError(f"concurrency.{key}: unknown setting (known: {', '.join(known)})")
+        settings = cls(**values)
+        settings._check()
+        return settings
+
+    def _check(self) -> None:
+        if not _is_int(self.sessions, 1):
+            raise ConcurrencyError(f"concurrency.sessions: must be an integer >= 1, got {self.sessions!r}")
+        if not isinstance(self.batching, bool):
+            raise ConcurrencyError(f"concurrency.batching: must be true or false, got {self.batching!r}")
+        if self.max_batch is not None and not _is_int(self.max_batch, 2):
+            raise ConcurrencyError(f"concurrency.max_batch: must be null (all waiting sessions) or an integer >= 2, "
+                                   f"got {self.max_batch!r}")
+        number = isinstance(self.stagger, (int, float)) and not isinstance(self.stagger, bool) and self.stagger >= 0
+        if self.stagger != "random" and not number:
+            raise ConcurrencyError(f"concurrency.stagger: must be 'random' or a number of milliseconds >= 0, "
+                                   f"got {self.stagger!r}")
+
+    @property
+    def shares_device(self) -> bool:
+        """True when sessions go through the shared device (more than one at once, or batching asked for)."""
+        return self.sessions > 1 or self.batching
+
+
+def _is_int(value, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def stagger_offset_ms(stagger, admitted: int, slot: int, chunk_ms: float, seed: int) -> float:
+    """The start offset of the ``admitted``-th session (0-based), placed in ``slot``, after its slot frees.
+
+    >>> stagger_offset_ms(250.0, admitted=5, slot=2, chunk_ms=1000.0, seed=0)
+    500.0
+    >>> 0 <= stagger_offset_ms("random", admitted=5, slot=2, chunk_ms=1000.0, seed=0) < 1000.0
+    True
+    """
+    if stagger == "random":
+        return random.Random(f"ticktock-stagger:{seed}:{admitted}").uniform(0.0, chunk_ms)
+    return slot * float(stagger)
+
+
+class ConcurrentReplay:
+    """Replays sessions N at a time on one shared device (see the module docstring).
+
+    ``engines``: one ``ReplayEngine`` per slot (each with its own adapter replica and decoder);
+    ``device``: the shared device (its clock and draft policy).
+    """
+
+    def __init__(self, engines: list, device: SharedDevice, settings: ConcurrencySettings, seed: int = 0):
+        if len(engines) != settings.sessions:
+            raise ValueError(f"{settings.sessions} sessions at once need {settings.sessions} engines, got {len(engines)}")
+        self.engines = engines
+        self.device = device
+        self.settings = settings
+        self.seed = seed
+        self._admitted = 0
+
+    def replay(self, sessions: list, load: Callable, on_trace: Callable, on_skip: Callable | None = None,
+               on_chunk: Callable | None = None, before_session: Callable | None = None) -> None:
+        """Replay every session; ``load(session)`` returns its audio (an ``AudioError`` goes to ``on_skip(session,
+        error)``, which re-raises to stop the run, and the slot takes the next session); ``on_trace(trace)`` gets
+        each finished session (in the order they finish); ``on_chunk(chunk)`` after every chunk;
+        ``before_session()`` before each session is admitted."""
+        queue = list(sessions)
+
+        def admit(slot: int, free_ms: float) -> None:
+            while queue:
+                session = queue.pop(0)
+                if before_session is not None:
+                    before_session()
+                try:
+                    audio = load(session)
+                except AudioError as err:
+                    if on_skip is None:
+                        raise
+                    on_skip(session, err)
+                    continue
+                self._start(slot, free_ms, session, audio, on_chunk)
+                return
+
+        def finished(lane: SessionLane) -> None:
+            trace = lane.result
+            trace.concurrency, trace.slot, trace.start_ms = self.settings.sessions, lane.slot, lane.start_ms
+            on_trace(trace)
+            admit(lane.slot, lane.local_ms)
+
+        for slot in range(self.settings.sessions):
+            admit(slot, 0.0)
+        self.device.run(on_finished=finished)
+
+    def _start(self, slot: int, free_ms: float, session, audio, on_chunk) -> None:
+        engine = self.engines[slot]
+        offset = stagger_offset_ms(self.settings.stagger, self._admitted, slot, 1000.0 * session.chunk_s, self.seed)
+        self._admitted += 1
+        lane = SessionLane(self.device, slot, max(free_ms, self.device.now) + offset, engine.adapter.protocol)
+        engine.clock = lane
+
+        def observe(chunk) -> None:
+            lane.observe_chunk(chunk.kind, chunk.output, chunk_samples(audio, chunk.span.start_s, chunk.span.end_s))
+            if on_chunk is not None:
+                on_chunk(chunk)
+
+        self.device.add(lane, lambda lane: engine.replay(session, audio, on_chunk=observe))

@@ -1,0 +1,479 @@
+"""One device shared by several live sessions: a discrete-event scheduler over their device work.
+
+A production voice service replays many sessions on one GPU. Here every live session runs the ordinary
+replay loop (``ReplayEngine.replay``) in a thread of its own, but only one thread runs at a time (a baton):
+a session runs its decoder's host-side code until it needs the device (a forward or an audio encoding) or
+needs time to pass (its next chunk's audio), then the scheduler's loop takes over, in that same thread
+while no other session is ready to run (so a session whose work comes next carries on without a thread
+switch), else control passes to the next session that may run. When every session is waiting, the
+scheduler picks the next **device step**:
+
+1. **post-audio work first**, earliest chunk arrival first (ties: lower slot);
+2. **idle work** (draft forwards) only when no post-audio work is waiting, and only for sessions whose
+   next audio has not arrived; which session drafts is the draft policy's choice (``ticktock.scheduling``),
+   and it may leave the device idle instead. Draft work still waiting when its session's next audio arrives
+   is dropped: the decoder gets ``WindowClosed`` (a forward that has started always completes; if it ends
+   after the arrival, the overrun is carried into that chunk as for a session alone);
+3. otherwise time jumps to the next arrival (or session start).
+
+Each step runs at the device time ``now`` and takes its cost on the run's clock: under ``clock=modeled``
+the cost profile's charge (a deterministic simulation: the same config gives the same parquet), under
+``clock=wall`` the measured, device-synchronised time of the work (host-side decoder code between forwards
+is assumed to overlap other sessions' device work, as it does on a GPU). With ``batching``, the post-audio
+forwards of every session waiting in step 1 run as one step (up to ``max_batch``): under the modeled
+clock charged from the profile's batch model (``CostProfile.batch_forward_ms``) and executed one after
+another (so tokens stay exactly those of a session alone); under the wall clock really batched where the
+adapter can (``ModelAdapter.forward_many``).
+
+A session's times follow from the device's: the stopwatch of a post-audio phase opens when the session
+is ready and its audio has arrived and reads ``now`` minus that moment, so the lag recursion of
+``ticktock.timeline`` (and the engine loop) are unchanged and include the wait for the device; an idle
+window closes when the next chunk's audio arrives.
+
+Example (two sessions of constant-cost work, as in the tests)::
+
+    device = SharedDevice(ModeledClock(CostProfile.constant(100.0)), RoundRobin())
+    device.add(SessionLane(device, slot=0, start_ms=0.0), lambda lane: engine_a.replay(session_a, audio_a))
+    device.add(SessionLane(device, slot=1, start_ms=250.0), lambda lane: engine_b.replay(session_b, audio_b))
+    device.run(on_finished=lambda lane: print(lane.slot, lane.result))
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ticktock.clocks.base import FORWARD, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
+from ticktock.scheduling.base import DraftCandidate
+
+
+class DeviceClosed(Exception):
+    """Raised inside a session's thread when the shared device stops (another session failed, Ctrl-C)."""
+
+
+class SessionLane(Clock):
+    """The clock a session replays on when it shares the device: its stopwatches read the device's time.
+
+    ``slot`` is the session's place among the live sessions; ``start_ms`` its start on the device's time
+    (chunk t's audio arrives at ``start_ms + span.end_s * 1000``).
+    """
+
+    def __init__(self, device: "SharedDevice", slot: int, start_ms: float, protocol=None):
+        self.device = device
+        self.name = device.clock.name
+        self.slot = slot
+        self.start_ms = start_ms
+        self.tool_call_open = getattr(protocol, "tool_call_open", None)
+        self.turn_eos = getattr(protocol, "turn_eos", None)
+        self.arrival_ms = start_ms  # arrival of the chunk the session works on
+        self.local_ms = start_ms  # the session's own time: when its last event (wake-up, finished work) happened
+        self.wake_at: float | None = start_ms
+        self.awaits_audio = False  # waiting for a chunk's audio (not for the session's start)
+        self.runnable = False
+        self.finished = False
+        self.result = None
+        self.error: BaseException | None = None
+        self.reply_open = False
+        self.dbfs: list[float] = []
+        self.busy_wall_ms = 0.0  # measured host time and device work of this session
+        self._resumed_at: float | None = None
+        self._turn = threading.Semaphore(0)  # released when the session may run (see SharedDevice)
+
+    # ----------------------------------------------------------------------------- the Clock contract
+
+    def stopwatch(self, window_ms: float | None = None) -> "LaneStopwatch":
+        return LaneStopwatch(self, window_ms)
+
+    def wait_until(self, at_ms: float) -> None:
+        self.arrival_ms = self.start_ms + at_ms
+        self.device.wait(self, self.arrival_ms)
+
+    def describe(self) -> dict:
+        return self.device.clock.describe()
+
+    # ------------------------------------------------------------------------ what the session saw
+
+    def observe_chunk(self, kind: str, output, samples) -> None:
+        """Record what a draft policy may use after a chunk: whether a reply is open, how loud its audio was."""
+        import numpy as np
+
+        self.reply_open = kind in ("speak", "tool") and (self.turn_eos is None or self.turn_eos not in output)
+        rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64)))) if len(samples) else 0.0
+        self.dbfs = [*self.dbfs[-1:], 20.0 * np.log10(max(rms, 1e-10))]
+
+    def busy_now(self) -> float:
+        running = (time.perf_counter() - self._resumed_at) * 1000.0 if self._resumed_at is not None else 0.0
+        return self.busy_wall_ms + running
+
+
+class LaneStopwatch(Stopwatch):
+    """A phase of one session on the shared device: ``elapsed_ms`` is device time since the phase opened."""
+
+    def __init__(self, lane: SessionLane, window_ms: float | None):
+        self.lane = lane
+        self.opened = lane.local_ms
+        self.closes = None if window_ms is None else self.opened + window_ms
+        self.steps = 0
+        self._busy_at_open = lane.busy_now()
+
+    def elapsed_ms(self) -> float:
+        return self.lane.local_ms - self.opened
+
+    def wall_ms(self) -> float:
+        return self.lane.busy_now() - self._busy_at_open
+
+    def run(self, work: DeviceWork) -> WorkDone:
+        self.steps += 1
+        return self.lane.device.submit(self.lane, work, self)
+
+    def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
+        raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
+
+    def charge_encode(self, wall_ms: float) -> float:
+        raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
+
+
+@dataclass
+class Request:
+    lane: SessionLane
+    work: DeviceWork
+    watch: LaneStopwatch
+    submitted_ms: float
+    order: int
+    done: WorkDone | None = None
+    dropped: bool = False
+
+    @property
+    def is_post_audio(self) -> bool:
+        return self.watch.closes is None
+
+    def key(self) -> tuple:
+        return (self.lane.arrival_ms, self.lane.slot, self.order)
+
+    def candidate(self, step_ms: float, next_arrival_ms: float) -> DraftCandidate:
+        lane = self.lane
+        return DraftCandidate(lane.slot, self.watch.closes, self.watch.steps - 1, self.work.hypothesis,
+                              lane.reply_open, max(lane.dbfs, default=-200.0), lane.tool_call_open, self.order,
+                              step_ms, next_arrival_ms)
+
+
+@dataclass
+class DeviceStats:
+    """What the device did: steps by kind, batched steps, busy time, and the scheduler's own wall time."""
+
+    steps: int = 0
+    post_audio_steps: int = 0
+    draft_steps: int = 0
+    batched_steps: int = 0
+    batched_forwards: int = 0
+    busy_ms: float = 0.0
+    declined: int = 0  # times the draft policy left the device idle although drafts were waiting
+    dropped_drafts: int = 0  # draft work still waiting when its session's next audio arrived
+    scheduler_wall_ms: float = 0.0  # the scheduler's own decisions
+    handoff_wall_ms: float = 0.0  # handing control to a session's thread and back (thread switches)
+    switches: int = 0  # thread switches
+    run_wall_ms: float = 0.0  # the whole run of the device, measured
+    sessions_wall_ms: float = 0.0  # of which the sessions' own host code and device work
+
+    def summary(self) -> dict:
+        """The counts and times, for run.json (``shared_device``)."""
+        from dataclasses import asdict
+
+        return {**{k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()},
+                "overhead_wall_ms": round(self.overhead_wall_ms(), 3)}
+
+    def overhead_wall_ms(self) -> float:
+        """What sharing the device costs in wall time: the scheduler's decisions and the thread hand-overs."""
+        return self.scheduler_wall_ms + self.handoff_wall_ms
+
+
+class SharedDevice:
+    """The scheduler of one device shared by several sessions (see the module docstring).
+
+    ``clock`` gives each step's cost (modeled or wall); ``draft_policy`` picks which session's draft runs
+    when the device would otherwise idle; ``batching`` runs waiting post-audio forwards together.
+    """
+
+    def __init__(self, clock: Clock, draft_policy, batching: bool = False, max_batch: int | None = None):
+        self.clock = clock
+        self.policy = draft_policy
+        self.batching = batching
+        self.max_batch = max_batch
+        self.now = 0.0
+        self.lanes: list[SessionLane] = []
+        self.requests: list[Request] = []
+        self.stats = DeviceStats()
+        # The baton: exactly one thread runs at a time. A session runs between an acquire of its own ``_turn``
+        # and its hand-back, which releases ``_scheduler_turn``; the scheduler runs the rest of the time.
+        self._scheduler_turn = threading.Semaphore(0)
+        self._started: list[SessionLane] = []
+        self._closed = False
+        self._order = 0
+        self._measured_ms, self._measured_steps = 0.0, 0
+        self._busy_total_ms = 0.0
+
+    # ----------------------------------------------------------------- called from a session's thread
+
+    def submit(self, lane: SessionLane, work: DeviceWork, watch: LaneStopwatch) -> WorkDone:
+        """Queue ``work`` and return once the device has run it (or raise ``WindowClosed`` if it was dropped)."""
+        self._order += 1
+        request = Request(lane, work, watch, lane.local_ms, self._order)
+        self.requests.append(request)
+        self._carry_on(lane)
+        if request.dropped:
+            raise WindowClosed(f"slot {lane.slot}: the next chunk arrived at {request.watch.closes:.1f} ms before this "
+                               "draft work could start")
+        return request.done
+
+    def wait(self, lane: SessionLane, at_ms: float) -> None:
+        """Return once the device's time reaches ``at_ms`` (at once when it already has)."""
+        if lane.local_ms >= at_ms:
+            return
+        lane.wake_at, lane.awaits_audio = at_ms, True
+        self._carry_on(lane)
+
+    def _carry_on(self, lane: SessionLane) -> None:
+        """Wait, in ``lane``'s own thread, until ``lane`` may run again (its work is done, its time has come).
+
+        The scheduler's loop runs in whichever thread holds the baton: while no other session is ready to run,
+        this thread takes the scheduler's steps itself (the same decisions, in the same order), so a session
+        whose work comes next goes on without two thread switches. When another session must run first, or
+        a session finishes, control goes back to the scheduler's thread.
+        """
+        while True:
+            self._wake_due()
+            if lane.runnable:
+                lane.runnable = False
+                return
+            if any(other.runnable for other in self.lanes) or self._closed:
+                self._yield(lane)  # the scheduler resumes this lane once it is runnable
+                return
+            self._add_busy(lane, (time.perf_counter() - lane._resumed_at) * 1000.0)  # host time so far
+            moved = self._step() or self._advance(stall_ok=True)
+            lane._resumed_at = time.perf_counter()
+            if not moved:
+                self._yield(lane)
+                return
+
+    # ------------------------------------------------------------------------------ the scheduler
+
+    def add(self, lane: SessionLane, target: Callable[[SessionLane], object]) -> None:
+        """A session that starts at ``lane.start_ms``; its thread runs ``target(lane)`` (the replay)."""
+        lane.wake_at = max(lane.start_ms, self.now)
+        self.lanes.append(lane)
+        self._started.append(lane)
+        thread = threading.Thread(target=self._thread_main, args=(lane, target), daemon=True,
+                                  name=f"ticktock-session-slot{lane.slot}")
+        thread.start()
+
+    def run(self, on_finished: Callable[[SessionLane], None]) -> None:
+        """Run until every session (including those ``on_finished`` adds) is done. A session's error stops
+        the device and is raised here."""
+        began = time.perf_counter()
+        try:
+            while self.lanes:
+                self._run_ready(on_finished)
+                if self.lanes and not self._step():
+                    self._advance()
+        finally:
+            self.close()
+            self.stats.run_wall_ms += (time.perf_counter() - began) * 1000.0
+
+    def close(self) -> None:
+        """Stop: every session thread still waiting raises ``DeviceClosed`` and ends."""
+        self._closed = True
+        for lane in self._started:
+            lane._turn.release()
+
+    def _run_ready(self, on_finished) -> None:
+        """Let the sessions that may run do so (lowest slot first; they pass control on among themselves) and
+        take in the sessions that finished."""
+        while True:
+            self._wake_due()
+            for lane in [lane for lane in self.lanes if lane.finished]:
+                self.lanes.remove(lane)
+                self.stats.sessions_wall_ms += lane.busy_wall_ms
+                if lane.error is not None:
+                    raise lane.error
+                on_finished(lane)
+            ready = self._next_ready()
+            if ready is None:
+                return
+            ready.runnable = False
+            self._resume(ready)
+
+    def _next_ready(self) -> SessionLane | None:
+        return min((lane for lane in self.lanes if lane.runnable), key=lambda lane: lane.slot, default=None)
+
+    def _step(self) -> bool:
+        """Run the next device step; False when nothing is waiting for the device (or the draft policy leaves
+        it idle until the next arrival)."""
+        started = time.perf_counter()
+        if self._drop_closed_drafts():
+            return True
+        urgent = sorted((r for r in self.requests if r.is_post_audio), key=Request.key)
+        if urgent:
+            batch = self._batch(urgent)
+            self.stats.post_audio_steps += 1
+        elif self.requests:
+            arrival = self._next_arrival()
+            chosen = self.policy.choose([r.candidate(self._estimate_ms(r.work), arrival) for r in self.requests], self.now)
+            if chosen is None:
+                self.stats.declined += 1
+            batch = [r for r in self.requests if chosen is not None and r.order == chosen.order]
+            self.stats.draft_steps += len(batch)
+        else:
+            batch = []
+        self.stats.scheduler_wall_ms += (time.perf_counter() - started) * 1000.0
+        if batch:
+            self._execute(batch)
+        return bool(batch)
+
+    def _closed_draft(self, request: Request) -> bool:
+        return not request.is_post_audio and self.now >= request.watch.closes
+
+    def _next_arrival(self) -> float:
+        """The earliest moment a session waiting for audio gets it (infinity when none waits)."""
+        return min((lane.wake_at for lane in self.lanes if lane.awaits_audio), default=float("inf"))
+
+    def _drop_closed_drafts(self) -> bool:
+        """Drop the draft work whose window has closed (its session's next audio arrived while it waited)."""
+        closed = [r for r in self.requests if self._closed_draft(r)]
+        for request in closed:
+            request.dropped = True
+            request.lane.local_ms = max(request.lane.local_ms, request.watch.closes)
+            request.lane.runnable = True
+            self.requests.remove(request)
+        self.stats.dropped_drafts += len(closed)
+        return bool(closed)
+
+    def _estimate_ms(self, work: DeviceWork) -> float:
+        """The expected cost of a forward: the clock's own estimate (a cost profile), else the mean measured
+        cost of the forward steps so far."""
+        estimate = self.clock.estimate_ms(work.query_tokens, work.context_tokens)
+        if estimate is not None:
+            return estimate
+        return self._measured_ms / self._measured_steps if self._measured_steps else 0.0
+
+    def _batch(self, urgent: list[Request]) -> list[Request]:
+        """The first waiting request, and with batching every other waiting request of the same kind."""
+        first = urgent[0]
+        if not self.batching:
+            return [first]
+        limit = self.max_batch or len(urgent)
+        return [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]
+
+    def _execute(self, batch: list[Request]) -> None:
+        if len(batch) == 1:
+            done = self.clock.stopwatch().run(batch[0].work)
+            results, wall, cost = [done.result], done.wall_ms, done.charged_ms
+            if batch[0].work.kind == FORWARD:
+                self._measured_ms, self._measured_steps = self._measured_ms + cost, self._measured_steps + 1
+        elif batch[0].work.kind == FORWARD:
+            results, wall, cost = self._run_batch([r.work for r in batch])
+            self.stats.batched_steps += 1
+            self.stats.batched_forwards += len(batch)
+        else:  # audio encodings of sessions waiting together: one step, one after another (no batching gain)
+            done = [self.clock.stopwatch().run(r.work) for r in batch]
+            results, wall, cost = [d.result for d in done], sum(d.wall_ms for d in done), sum(d.charged_ms for d in done)
+        start, self.now = self.now, self.now + cost
+        self.stats.steps += 1
+        self.stats.busy_ms += cost
+        for request, result in zip(batch, results):
+            request.done = WorkDone(result, wall, cost, start - request.submitted_ms, len(batch))
+            self._add_busy(request.lane, wall / len(batch))  # a batched step's wall time, shared
+            request.lane.local_ms = self.now
+            request.lane.runnable = True
+            self.requests.remove(request)
+
+    def _run_batch(self, works: list[DeviceWork]) -> tuple[list, float, float]:
+        """Several sessions' forwards as one step: really batched under a measured clock (where the adapter
+        can), one after another otherwise; the cost is the clock's batch charge."""
+        adapter = works[0].adapter
+        adapter.synchronize()
+        start = time.perf_counter()
+        if self.clock.measured:
+            results = adapter.forward_many([(w.adapter, *w.call) for w in works])
+        else:
+            results = [w.run() for w in works]
+        adapter.synchronize()
+        wall = (time.perf_counter() - start) * 1000.0
+        shapes = [(w.query_tokens, w.context_tokens) for w in works]
+        return results, wall, self.clock.stopwatch().charge_batch(shapes, wall)
+
+    def _advance(self, stall_ok: bool = False) -> bool:
+        """Move the device's time to the next wake-up; False when nobody waits for time (a stall, unless
+        ``stall_ok``: a session's thread then hands over to the scheduler)."""
+        waiting = [lane.wake_at for lane in self.lanes if lane.wake_at is not None]
+        if not waiting:
+            if stall_ok:
+                return False
+            raise RuntimeError(f"shared device stalled at {self.now:.1f} ms: {len(self.lanes)} sessions neither "
+                               "running nor waiting")
+        self.now = max(self.now, min(waiting))
+        return True
+
+    def _wake_due(self) -> None:
+        """Sessions whose time has come (possibly while a step ran) run from that moment on their own time."""
+        for lane in self.lanes:
+            if lane.wake_at is not None and lane.wake_at <= self.now:
+                lane.local_ms, lane.wake_at, lane.awaits_audio = lane.wake_at, None, False
+                lane.runnable = True
+
+    # ------------------------------------------------------------------------------- the baton
+
+    def _thread_main(self, lane: SessionLane, target) -> None:
+        try:
+            self._await_turn(lane)
+            lane.result = target(lane)
+        except DeviceClosed:
+            return
+        except BaseException as err:  # handed to the scheduler, which raises it in the main thread
+            lane.error = err
+        lane.finished = True
+        self._hand_back(lane)
+
+    def _yield(self, lane: SessionLane) -> None:
+        """Pass control to the next session that may run (to the scheduler's thread when none may) and wait
+        for this session's turn."""
+        following = self._next_ready()
+        self.stats.switches += 1
+        if following is None:
+            self._hand_back(lane)
+        else:
+            self._account_host(lane)
+            following.runnable = False
+            following._turn.release()
+        self._await_turn(lane)
+
+    def _hand_back(self, lane: SessionLane) -> None:
+        self._account_host(lane)
+        self._scheduler_turn.release()
+
+    def _account_host(self, lane: SessionLane) -> None:
+        if lane._resumed_at is not None:
+            self._add_busy(lane, (time.perf_counter() - lane._resumed_at) * 1000.0)
+            lane._resumed_at = None
+
+    def _add_busy(self, lane: SessionLane, ms: float) -> None:
+        lane.busy_wall_ms += ms
+        self._busy_total_ms += ms
+
+    def _await_turn(self, lane: SessionLane) -> None:
+        lane._turn.acquire()
+        if self._closed:
+            raise DeviceClosed()
+        lane._resumed_at = time.perf_counter()
+
+    def _resume(self, lane: SessionLane) -> None:
+        """Let ``lane`` run until it hands back (it needs the device or time, or it finished)."""
+        if self._closed:
+            raise DeviceClosed()
+        busy, deciding, began = self._busy_total_ms, self.stats.scheduler_wall_ms, time.perf_counter()
+        self.stats.switches += 1
+        lane._turn.release()
+        self._scheduler_turn.acquire()
+        elapsed = (time.perf_counter() - began) * 1000.0  # less the sessions' work and decisions taken meanwhile
+        self.stats.handoff_wall_ms += elapsed - (self._busy_total_ms - busy) - (self.stats.scheduler_wall_ms - deciding)

@@ -1,0 +1,60 @@
+"""The draft-policy contract.
+
+When several sessions share a device (``ticktock.device``) and no post-audio work is waiting, the device
+runs one draft forward of one session whose next audio has not arrived yet. A draft policy picks which:
+``choose(candidates, now_ms)`` gets one ``DraftCandidate`` per waiting draft forward and returns one.
+A candidate holds only what a live system knows at that moment (no transcript, no future audio).
+
+Example::
+
+    >>> from ticktock.scheduling.round_robin import RoundRobin
+    >>> a = DraftCandidate(slot=0, window_closes_ms=900.0, window_forwards=2, hypothesis=(), reply_open=False,
+    ...                    recent_dbfs=-70.0, tool_call_open=None, order=7)
+    >>> b = DraftCandidate(slot=1, window_closes_ms=300.0, window_forwards=0, hypothesis=(), reply_open=True,
+    ...                    recent_dbfs=-20.0, tool_call_open=None, order=8, step_ms=27.0, next_arrival_ms=120.0)
+    >>> RoundRobin().choose([a, b], now_ms=100.0).slot
+    0
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DraftCandidate:
+    """One session's waiting draft forward, as a draft policy sees it.
+
+    ``window_closes_ms``: when the session's next chunk arrives (device time); ``window_forwards``: draft
+    forwards this window already ran; ``hypothesis``: the tokens of the hypothesis the forward extends
+    (empty for a hypothesis' first forward); ``reply_open``: the session's last chunk was a reply or a tool
+    call that did not end the turn; ``recent_dbfs``: the louder of its last two chunks' audio (RMS, dB full
+    scale: the user may be talking); ``tool_call_open``: the protocol's ``<tool_call>`` id (None when the
+    model has none); ``order``: submission order (ties); ``step_ms``: the forward's expected cost on the run's
+    clock; ``next_arrival_ms``: the earliest moment another session's chunk arrives (its post-audio work
+    would then wait for this forward; infinity when none is due).
+    """
+
+    slot: int
+    window_closes_ms: float
+    window_forwards: int
+    hypothesis: tuple[int, ...]
+    reply_open: bool
+    recent_dbfs: float
+    tool_call_open: int | None
+    order: int
+    step_ms: float = 0.0
+    next_arrival_ms: float = float("inf")
+
+
+class DraftPolicy(ABC):
+    name = "draft_policy"
+
+    @abstractmethod
+    def choose(self, candidates: list[DraftCandidate], now_ms: float) -> DraftCandidate | None:
+        """The candidate whose draft forward runs next (``candidates`` is never empty), or None to leave the
+        device idle until the next session's audio arrives (the candidates ask again then)."""
+
+    def describe(self) -> dict:
+        return {"name": self.name}
