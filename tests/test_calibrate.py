@@ -55,3 +55,21 @@ def test_calibrate_rejects_batch_sizes_not_from_one(tmp_path):
     )
     assert result.returncode != 0 and "must start at 1" in result.stderr
     assert not (tmp_path / "p.yaml").exists()
+
+
+def test_calibrate_a_random_initialised_model_of_a_checkpoint_config(tmp_path):
+    """model.random_init: the shapes of a config.json (here a miniature's; by default the published 8B ones),
+    random weights, no weights needed."""
+    import shutil
+
+    from ticktock.adapters.minicpmo_miniature import write_miniature
+
+    folder = tmp_path / "shapes"
+    written = write_miniature("minicpmo45", tmp_path / "mini")
+    folder.mkdir()
+    shutil.copy(written / "config.json", folder / "config.json")  # the shapes only: no weights, no tokenizer
+    out, stdout = calibrate(tmp_path, "model=minicpmo45", f"model.path={folder}", "model.random_init=true",
+                            "batch_sizes=[1,2]")
+    profile = CostProfile.load(out)
+    assert "random weights of the real shapes" in profile.model and profile.encode_ms > 0
+    assert "audio encode" in stdout

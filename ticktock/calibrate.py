@@ -11,6 +11,10 @@ B x context)``, 1.0 at B = 1 (see ``ticktock.clocks.modeled``). The result is a 
 Example::
 
     python -m ticktock.calibrate model=embedded out=configs/profiles/cpu-embedded.yaml
+    python -m ticktock.calibrate model=minicpmo45 model.random_init=true out=my-gpu.yaml   # 8B shapes, no download
+
+A real model's cost does not depend on its weights, so ``model.random_init=true`` (the MiniCPM-o family)
+measures the full-size shapes with random weights: no download is needed to make a profile of a device.
 """
 
 from __future__ import annotations
@@ -117,7 +121,8 @@ def main(cfg: DictConfig) -> None:
         context_tokens=contexts,
         forward_table=table,
         encode_ms=encode,
-        model=f"{cfg.model.name} ({adapter.describe().get('parameters', '?')} parameters, {adapter.describe().get('dtype', '?')})",
+        model=f"{cfg.model.name} ({adapter.describe().get('parameters', '?')} parameters, {adapter.describe().get('dtype', '?')}"
+        + (", random weights of the real shapes" if cfg.model.get("random_init") else "") + ")",
         device=device,
         provenance=f"MEASURED by `ticktock calibrate` on {date.today().isoformat()}, median of {cfg.repeats} "
         f"after {cfg.warmup} warm-up runs, torch {env['versions']['torch']}"

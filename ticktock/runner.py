@@ -24,6 +24,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from ticktock.adapters.checkpoint import check_weights
 from ticktock.audio import AudioError
 from ticktock.errors import ConfigError
 from ticktock.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
@@ -102,6 +103,7 @@ def check_run_options(cfg: DictConfig) -> None:
     _check_timing_noise(cfg.get("timing_noise") or {})
     _check_sampling(cfg)
     build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
+    check_weights(cfg.model)  # a real model without local weights: one line naming the repo and `hf download`
     clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
     _check_concurrency(cfg, clock)
 

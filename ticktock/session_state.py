@@ -47,6 +47,7 @@ class SessionState:
         self.clock = clock
         self.forwards: list[ForwardRecord] = []
         self.lag_ms = 0.0
+        self._turn_open = False  # the assistant's turn (``UnitProtocol.turn_open_after``)
         self._counters: dict[int, ChunkCounters] = {}
         self.context = adapter.context_policy()
         self._unit_starts: list[int] = []  # cache position of each unit's <unit> still in the cache
@@ -89,6 +90,8 @@ class SessionState:
         if chunk_index != self._next_index:
             raise ValueError(f"chunk {chunk_index} committed, but the open chunk is {self._next_index}")
         self._history.extend(int(t) for t in output)
+        self._turn_open = self.adapter.protocol.turn_open_after(self._turn_open, output)
+        self.selector.set_turn_open(chunk_index + 1, self._turn_open)
         self._next_index = chunk_index + 1
         self._fit_context(chunk_index + 1, incoming=len(tail))
         self._next_inputs = self._open(chunk_index + 1, carry=output[-1:], tail=tail)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Sequence
 
 def hermes_call_text(name: str, arguments: dict) -> str:
@@ -75,10 +76,15 @@ class UnitProtocol:
     max_tool_tokens: int = 96  # tokens in a tool unit, terminator included
     max_tool_calls: int = 4
     extra_forbidden: tuple[int, ...] = ()  # e.g. <|im_start|>, padding: never generated
+    content_forbidden: frozenset[int] = frozenset()  # never in speak/backchannel/write text (MiniCPM-o bad_token_ids)
+    tool_call_joiner: int | None = None  # a token between two calls of one tool unit (Gander: "\n")
+    write: int | None = None  # LWS: a unit may open with a written-text segment, then speak
+    max_write_tokens: int = 0  # lexical tokens of a write segment
+    listen_closes_turn: bool = True  # False: no <|listen|> decision while the assistant's turn is open
 
     @property
     def decisions(self) -> tuple[int, ...]:
-        ids = (self.listen, self.speak, self.backchannel, self.interrupt)
+        ids = (self.listen, self.speak, self.backchannel, self.interrupt, self.write)
         return tuple(i for i in ids if i is not None)
 
     @property
@@ -87,7 +93,8 @@ class UnitProtocol:
 
     @property
     def max_tokens_per_chunk(self) -> int:
-        return max(self.max_text_tokens + 3, self.max_tool_tokens)
+        write = self.max_write_tokens + 1 if self.write is not None else 0
+        return max(write + self.max_text_tokens + 3, self.max_tool_tokens)
 
     def unit_head(self, chunk_index: int) -> list[int]:
         """The tokens that open chunk ``chunk_index``'s unit, before its audio: ``</unit> <unit>`` (closing
@@ -102,6 +109,14 @@ class UnitProtocol:
             ([1], [2, 1])
         """
         return [self.unit_close, self.unit_open] if chunk_index else [self.unit_open]
+
+    @cached_property
+    def _structural(self) -> frozenset[int]:
+        return self.structural()
+
+    @cached_property
+    def _text_forbidden(self) -> frozenset[int]:
+        return self._structural | self.content_forbidden
 
     def structural(self) -> frozenset[int]:
         """Tokens that never appear inside a unit's content."""
@@ -128,30 +143,75 @@ class UnitProtocol:
             self.backchannel: "backchannel",
             self.interrupt: "interrupt",
             self.tool_call_open: "tool",
+            self.write: "speak" if self.speak in tokens else "write",
         }
         names.pop(None, None)
         return names.get(first, "other")
+
+    def turn_open_after(self, was_open: bool, tokens: Sequence[int]) -> bool:
+        """Whether the assistant's turn is open after a chunk's output: speech opens it, ``<|turn_eos|>``, a tool
+        unit or an interrupt closes it, listening and backchannels leave it as it was (MiniCPM-o's
+        ``current_turn_ended``)."""
+        if not tokens:
+            return was_open
+        if self.turn_eos in tokens or tokens[0] in (self.tool_call_open, self.interrupt):
+            return False
+        return True if self.speak in tokens else was_open
 
     def is_done(self, tokens: Sequence[int]) -> bool:
         """True when a chunk's committed output is complete."""
         return bool(tokens) and (tokens[-1] in self.terminators or len(tokens) >= self.max_tokens_per_chunk)
 
-    def allowed(self, prefix: Sequence[int], tools_enabled: bool = True) -> tuple[str, frozenset[int]]:
+    def allowed(self, prefix: Sequence[int], tools_enabled: bool = True, turn_open: bool = False) -> tuple[str, frozenset[int]]:
+        """``turn_open``: the assistant's turn is open at the chunk's start (``turn_open_after``); it matters
+        only when ``listen_closes_turn`` is False."""
         if not prefix:
-            first = set(self.decisions)
-            if tools_enabled and self.tool_call_open is not None:
-                first.add(self.tool_call_open)
-            return "only", frozenset(first)
+            return "only", self._first_tokens(tools_enabled, turn_open)
         if prefix[0] == self.tool_call_open:
             return self._allowed_in_tool_unit(prefix)
+        if prefix[0] == self.write and self.write is not None:
+            return self._allowed_in_write_unit(prefix)
         return self._allowed_in_text_unit(prefix)
+
+    def _first_tokens(self, tools_enabled: bool, turn_open: bool) -> frozenset[int]:
+        return self._first_choices[tools_enabled, turn_open and not self.listen_closes_turn]
+
+    @cached_property
+    def _first_choices(self) -> dict[tuple[bool, bool], frozenset[int]]:
+        choices = {}
+        for tools in (False, True):
+            for no_listen in (False, True):
+                first = set(self.decisions)
+                if tools and self.tool_call_open is not None:
+                    first.add(self.tool_call_open)
+                if no_listen:
+                    first.discard(self.listen)
+                choices[tools, no_listen] = frozenset(first)
+        return choices
 
     def _allowed_in_text_unit(self, prefix: Sequence[int]) -> tuple[str, frozenset[int]]:
         if self.turn_eos in prefix:
             return "only", frozenset({self.chunk_eos})
         if len(prefix) - 1 >= self.max_text_tokens:
             return "only", frozenset({self.turn_eos, self.chunk_eos})
-        return "except", self.structural()
+        return "except", self._text_forbidden
+
+    def _allowed_in_write_unit(self, prefix: Sequence[int]) -> tuple[str, frozenset[int]]:
+        """``<|write|> w1 .. wJ [<|speak|> t1 .. tK [<|turn_eos|>]] <|chunk_eos|>`` (LWS: text written while
+        listening, then optionally speech in the same unit)."""
+        if self.speak in prefix:
+            return self._allowed_in_text_unit(prefix[prefix.index(self.speak):])
+        if len(prefix) - 1 >= self.max_write_tokens:
+            return "only", frozenset({self.speak, self.chunk_eos})
+        return "except", self._write_forbidden
+
+    @cached_property
+    def _call_forbidden(self) -> frozenset[int]:
+        return (self._structural - {self.tool_call_close}) | {self.chunk_eos, self.turn_eos}
+
+    @cached_property
+    def _write_forbidden(self) -> frozenset[int]:
+        return (self._text_forbidden - {self.speak}) | {self.turn_eos}
 
     def _allowed_in_tool_unit(self, prefix: Sequence[int]) -> tuple[str, frozenset[int]]:
         if len(prefix) >= self.max_tool_tokens - 1:
@@ -159,11 +219,13 @@ class UnitProtocol:
         calls_closed = sum(1 for t in prefix if t == self.tool_call_close)
         calls_open = sum(1 for t in prefix if t == self.tool_call_open)
         if calls_open > calls_closed:  # inside a call: JSON text, or the closing tag
-            forbidden = (self.structural() - {self.tool_call_close}) | {self.chunk_eos, self.turn_eos}
-            return "except", frozenset(forbidden)
+            return "except", self._call_forbidden
+        if self.tool_call_joiner is not None and prefix[-1] == self.tool_call_joiner:
+            return "only", frozenset({self.tool_call_open})
         if calls_closed >= self.max_tool_calls:
             return "only", frozenset({self.chunk_eos})
-        return "only", frozenset({self.chunk_eos, self.tool_call_open})
+        following = self.tool_call_open if self.tool_call_joiner is None else self.tool_call_joiner
+        return "only", frozenset({self.chunk_eos, following})
 
 
 @dataclass(frozen=True)
@@ -252,6 +314,14 @@ class ModelAdapter(ABC):
     @abstractmethod
     def silence_audio(self, num_samples: int) -> Segment:
         """Embeddings of ``num_samples`` of digital silence after silence (computed once, then cached)."""
+
+    @property
+    def silence_depends_on_state(self) -> bool:
+        """True when the embeddings of a silent chunk depend on the audio before it (a front-end with a
+        dynamic normalisation floor, prefix frames or an encoder cache, such as MiniCPM-o's): a silence
+        hypothesis must then be encoded from the current streaming state (``peek_audio``), never taken from
+        ``silence_audio``. Speculative Listening reads this; no user setting is needed."""
+        return False
 
     @abstractmethod
     def forward(self, segments: Sequence[Segment], tree: TreeLayout | None = None, logits_from: int = 0):

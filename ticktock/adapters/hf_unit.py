@@ -45,14 +45,27 @@ DEFAULT_PROMPT_TEMPLATE = "<|im_start|>system\n{system}{tools}<|im_end|>\n"
 DEFAULT_SYSTEM_PROMPT = "You are a helpful voice assistant. Listen, and answer when the user is done."
 
 
-def protocol_from_tokenizer(tokenizer, **limits) -> UnitProtocol:
+REQUIRED_TOKENS = ("unit_open", "unit_close", "listen", "speak", "chunk_eos", "turn_eos")
+
+
+def protocol_from_tokenizer(tokenizer, names: dict | None = None, **limits) -> UnitProtocol:
     """Resolve the unit-protocol token ids from a tokenizer's added tokens.
 
-    Optional tokens (backchannel, interrupt, tool tokens) become None when the vocabulary lacks them.
+    ``names``: UnitProtocol field -> token text, over ``PROTOCOL_TOKENS`` (e.g. ``{"write": "<|write|>"}``, or
+    ``{"tool_call_open": "<delegate>"}``; None drops an optional token). Optional tokens (backchannel,
+    interrupt, tool tokens, write) become None when the vocabulary lacks them; a named optional token the
+    vocabulary lacks, or a missing required one, is an error.
     """
+    from dataclasses import fields
+
+    unknown = sorted(set(names or {}) - {f.name for f in fields(UnitProtocol)})
+    if unknown:
+        raise ValueError(f"protocol_tokens: {unknown} are not unit-protocol fields (e.g. {', '.join(PROTOCOL_TOKENS)}, write)")
     vocab = tokenizer.get_vocab()
-    ids = {field: vocab.get(token) for field, token in PROTOCOL_TOKENS.items()}
-    missing = [PROTOCOL_TOKENS[f] for f in ("unit_open", "unit_close", "listen", "speak", "chunk_eos", "turn_eos") if ids[f] is None]
+    chosen = {**PROTOCOL_TOKENS, **(names or {})}
+    ids = {field: vocab.get(token) if token else None for field, token in chosen.items()}
+    missing = [chosen[f] for f in REQUIRED_TOKENS if ids[f] is None]
+    missing += [token for field, token in (names or {}).items() if token and ids[field] is None]
     if missing:
         raise ValueError(f"tokenizer lacks the unit-protocol tokens {missing}")
     extra = tuple(vocab[t] for t in ("<|im_start|>", "<|im_end|>", "<|pad|>") if t in vocab)
@@ -149,6 +162,10 @@ class HFUnitAdapter(ModelAdapter):
             embeds, _ = self.frontend.encode(zeros, self.frontend.initial_state())
             self._silence[num_samples] = embeds.to(device=self.device, dtype=self.dtype)
         return self._silence[num_samples]
+
+    @property
+    def silence_depends_on_state(self) -> bool:
+        return bool(getattr(self.frontend, "silence_depends_on_state", False))
 
     # ------------------------------------------------------------------------------------------ LLM
 

@@ -390,12 +390,14 @@ class IdleWindow(Phase):
         """Embeddings of a chunk of silence for the next chunk.
 
         Default: the front-end applied to zeros after zeros, computed once per adapter and cached (no
-        cost). ``fresh``: the front-end applied to zeros from the current streaming state (the exact
-        "next second is silent" counterfactual; charged as one audio encoding).
+        cost). ``fresh``, and always for an adapter whose silence embeddings depend on its streaming state
+        (``ModelAdapter.silence_depends_on_state``: MiniCPM-o's dynamic mel floor, prefix frames and encoder
+        KV): the front-end applied to zeros from the current streaming state, then rolled back (the exact
+        "next second is silent" counterfactual; charged to this window as one audio encoding).
         """
         import numpy as np
 
-        if fresh:
+        if fresh or self.adapter.silence_depends_on_state:
             return self.encode(np.zeros(self.next_samples, dtype=np.float32), peek=True)
         return self.adapter.silence_audio(self.next_samples)
 

@@ -92,13 +92,21 @@ class TokenSelector:
         digest = hashlib.sha256(f"{sampling.seed}:{session_id}".encode()).digest()
         self.session_key = int.from_bytes(digest[:6], "little")
         self._masks: dict[tuple[str, frozenset[int], int], torch.Tensor] = {}
+        self._turn_open: dict[int, bool] = {}
+
+    def set_turn_open(self, chunk_index: int, turn_open: bool) -> None:
+        """Whether the assistant's turn is open when chunk ``chunk_index`` starts (set by the session state when
+        the chunk before it is committed); it masks the first token for protocols with ``listen_closes_turn``
+        False. Every caller deciding for that chunk (its idle-window drafts, its post-audio step) sees the
+        same value."""
+        self._turn_open[chunk_index] = turn_open
 
     @property
     def greedy(self) -> bool:
         return self.sampling.greedy
 
-    def _mask(self, prefix: Sequence[int], vocab: int, device) -> torch.Tensor:
-        mode, ids = self.protocol.allowed(prefix, self.tools_enabled)
+    def _mask(self, prefix: Sequence[int], vocab: int, device, chunk_index: int | None) -> torch.Tensor:
+        mode, ids = self.protocol.allowed(prefix, self.tools_enabled, self._turn_open.get(chunk_index, False))
         key = (mode, ids, vocab)
         mask = self._masks.get(key)
         if mask is None:
@@ -108,22 +116,22 @@ class TokenSelector:
             self._masks[key] = mask = mask.to(device)
         return mask
 
-    def masked(self, logits: torch.Tensor, prefix: Sequence[int]) -> torch.Tensor:
+    def masked(self, logits: torch.Tensor, prefix: Sequence[int], chunk_index: int | None = None) -> torch.Tensor:
         """Logits with the grammar applied (disallowed tokens at -inf)."""
-        return logits.masked_fill(~self._mask(prefix, logits.shape[-1], logits.device), float("-inf"))
+        return logits.masked_fill(~self._mask(prefix, logits.shape[-1], logits.device, chunk_index), float("-inf"))
 
     def choose(self, logits: torch.Tensor, prefix: Sequence[int], chunk_index: int) -> int:
         """The token committed in chunk ``chunk_index`` after ``prefix`` (the chunk's tokens so far), given
         this row of logits. Under sampling the noise is keyed by (seed, session, chunk_index, len(prefix))."""
-        scores = self.masked(logits, prefix)
+        scores = self.masked(logits, prefix, chunk_index)
         if self.greedy:
             return int(scores.argmax())
         noise = self._gumbel(chunk_index, len(prefix), scores)
         return int((self._filtered(scores / self.sampling.temperature) + noise).argmax())
 
-    def ranked(self, logits: torch.Tensor, prefix: Sequence[int], k: int) -> list[int]:
+    def ranked(self, logits: torch.Tensor, prefix: Sequence[int], k: int, chunk_index: int | None = None) -> list[int]:
         """The k best tokens under the grammar (greedy ranking), best first."""
-        scores = self.masked(logits, prefix)
+        scores = self.masked(logits, prefix, chunk_index)
         k = min(k, int(torch.isfinite(scores).sum()))
         return [int(i) for i in scores.topk(k).indices]
 

@@ -23,7 +23,8 @@ as a second lookup source, ranked with the pool by n-gram match length; ``lookup
 best few continuations as one tree per forward; ``lookup_tools`` drafts a tool call's literals (name,
 argument names, enum values, closing braces) from the session's tool schemas (``call_schema.py``), so only
 free argument values are left to decode; ``fresh_silence`` encodes the silence hypothesis from the
-current streaming state instead of the cached silence-after-silence embeddings (charged as an encoding);
+current streaming state instead of the cached silence-after-silence embeddings (charged as an encoding;
+always so, without the knob, for an adapter whose silence depends on its state, e.g. MiniCPM-o);
 ``draft_with_pool`` uses the pool (and the context) *while drafting* (each idle-window
 draft forward also verifies a pool continuation under the silence hypothesis, so successive windows extend
 a long tool call instead of re-decoding its start), extends a budget-cut draft with the pool's continuation,
@@ -172,7 +173,7 @@ class SpeculativeListeningDecoder(Decoder):
         main = window.decoding()
         stale = self._stale_hypotheses()
         first = main.verify(prefix, self._trimmed(stale.tree(), main) if stale else None)
-        ranked = window.selector.ranked(first.logits[0], [], self.settings.branches)
+        ranked = window.selector.ranked(first.logits[0], [], self.settings.branches, window.chunk_index)
         hypotheses = Hypotheses(main=self._extend(window, main))
         hypotheses.main_complete = main.done
         for token in ranked[1:]:
