@@ -63,14 +63,13 @@ from torch import nn
 
 from ticktock.adapters.checkpoint import CheckpointError, read_json, resolve_checkpoint
 from ticktock.adapters.base import UnitProtocol
-from ticktock.adapters.hf_unit import PROTOCOL_TOKENS, HFUnitAdapter
+from ticktock.adapters.hf_unit import PROTOCOL_TOKENS, REQUIRED_TOKENS, HFUnitAdapter
 from ticktock.errors import ConfigError
 
 REPO_ID = "Qwen/Qwen2.5-Omni-7B"
 SYSTEM_PROMPT = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of perceiving "
                  "auditory and visual inputs, as well as generating text and speech.")
 PROMPT_TEMPLATE = "<|im_start|>system\n{system}{tools}<|im_end|>\n"
-REQUIRED_FIELDS = ("unit_open", "unit_close", "listen", "speak", "chunk_eos", "turn_eos")
 BASE_VOCAB = 151_643  # byte-level BPE entries; the added tokens start here
 VOCAB_ROWS = 152_064  # embedding / lm_head rows of the released Thinker
 # The released tokenizer's added tokens, in id order from 151643 (the Qwen2.5 set with Omni's audio/vision names;
@@ -343,7 +342,7 @@ def resolve_protocol(tokenizer, folder: Path, tokens: dict | None, rows: int, **
         raise ConfigError(f"model.protocol_tokens: unknown fields {unknown}; the fields are {sorted(PROTOCOL_TOKENS)}")
     vocab = tokenizer.get_vocab()
     ids = {field: (vocab.get(token) if token else None) for field, token in names.items()}
-    missing = [f"{names[f]!r} ({f})" for f in REQUIRED_FIELDS if ids[f] is None]
+    missing = [f"{names[f]!r} ({f})" for f in REQUIRED_TOKENS if ids[f] is None]
     if missing:
         source = folder / ("tokenizer.json" if (folder / "tokenizer.json").is_file() else "tokenizer_config.json")
         raise CheckpointError(f"{source}: no token {', '.join(missing)} of the unit protocol; set "
