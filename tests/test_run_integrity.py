@@ -146,8 +146,8 @@ def test_a_run_killed_hard_is_listed_and_tabled_as_interrupted_then_resumed(tmp_
 
     assert runs_main([str(tmp_path / "runs")]) == 0
     listing = capsys.readouterr().out.splitlines()
-    assert listing[0].split() == ["run", "model/decoder/clock/task", "status", "sessions", "last", "heartbeat", "path"]
-    assert listing[1].split()[1:4] == ["fixture/ar/modeled/ticktock_mini", "interrupted", f"{done}/4"], listing
+    assert listing[0].split() == ["run", "model/decoder/clock/task", "shard", "status", "sessions", "last", "heartbeat", "path"]
+    assert listing[1].split()[1:5] == ["fixture/ar/modeled/ticktock_mini", "-", "interrupted", f"{done}/4"], listing
 
     out = tmp_path / "tables"
     assert tables_main([str(run_dir), "--out", str(out), "--format", "md"]) == 2
@@ -166,4 +166,4 @@ def test_a_run_killed_hard_is_listed_and_tabled_as_interrupted_then_resumed(tmp_
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and meta["heartbeat"]["sessions_done"] == 4
     assert runs_main([str(run_dir)]) == 0
-    assert capsys.readouterr().out.splitlines()[1].split()[2:4] == ["complete", "4/4"]
+    assert capsys.readouterr().out.splitlines()[1].split()[3:5] == ["complete", "4/4"]

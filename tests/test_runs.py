@@ -31,14 +31,14 @@ def test_runs_lists_every_run_with_its_state(tmp_path):
     done = subprocess.run([sys.executable, "-m", "ticktock.runs", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].split() == ["run", "model/decoder/clock/task", "status", "sessions", "last", "heartbeat", "path"]
+    assert lines[0].split() == ["run", "model/decoder/clock/task", "shard", "status", "sessions", "last", "heartbeat", "path"]
     rows = {line.split()[-1].rsplit(os.sep, 1)[-1]: line.split() for line in lines[1:]}
-    assert {name: row[1:4] for name, row in rows.items() if name != "f-broken"} == {
-        "a-complete": ["fixture/ar/modeled/mini", "complete", "4/4"],
-        "b-running": ["fixture/ar/modeled/mini", "running", "2/4"],
-        "c-killed": ["fixture/ar/modeled/mini", "interrupted", "1/4"],
-        "d-failed": ["fixture/ar/modeled/mini", "failed", "3/4"],
-        "e-stopped": ["fixture/pld/modeled/mini", "interrupted", "1/4"],
+    assert {name: row[1:5] for name, row in rows.items() if name != "f-broken"} == {
+        "a-complete": ["fixture/ar/modeled/mini", "-", "complete", "4/4"],
+        "b-running": ["fixture/ar/modeled/mini", "-", "running", "2/4"],
+        "c-killed": ["fixture/ar/modeled/mini", "-", "interrupted", "1/4"],
+        "d-failed": ["fixture/ar/modeled/mini", "-", "failed", "3/4"],
+        "e-stopped": ["fixture/pld/modeled/mini", "-", "interrupted", "1/4"],
     }
     assert " s ago) " in " ".join(rows["a-complete"]) and "unreadable: JSONDecodeError:" in " ".join(rows["f-broken"])
 

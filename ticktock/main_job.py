@@ -10,23 +10,26 @@ writes the full report (tables, figures, report.html). Reruns resume: completed 
 
 By default it replays the first 6 sessions of each of the 8 task types (a documented subset that keeps
 the job under 10 minutes on 2 CPU cores); ``--per-task 0`` replays the whole corpus. Any run override
-can follow, e.g. ``clock=wall`` or ``sampling.temperature=0.7``.
+can follow, e.g. ``clock=wall`` or ``sampling.temperature=0.7``. ``--jobs 2`` replays two runs at once (joblib
+worker processes, cores // 2 torch threads each); the tables are the same.
 
 Example::
 
     python -m ticktock.main_job --out results/main
     python -m ticktock.main_job --per-task 0 clock=wall
+    python -m ticktock.main_job --jobs 2
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from ticktock.decoders import DECODERS
-from ticktock.errors import user_errors
+from ticktock.errors import ConfigError, user_errors
 from ticktock.runner import compose_run, interrupted_note, run
 
 
@@ -41,6 +44,9 @@ def main(argv=None) -> int:
     parser.add_argument("--concurrency", default="",
                         help="values of N for Figure 4c, e.g. '4' or '2,4,8': AR and speclisten_plus with N sessions "
                              "sharing the device (each adds about 4 minutes on 2 CPU cores; '' for none)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs at once: joblib worker processes with cores // jobs torch threads each (needs "
+                             "`pip install -e '.[cluster]'`); the results are the same as with 1")
     parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
     args = parser.parse_args(argv)
     runs_dir = Path(args.out) / "runs"
@@ -61,16 +67,51 @@ def run_all(args: argparse.Namespace) -> int:
         jobs += [(decoder, [f"sampling.temperature={temperature}"]) for decoder in ("ar", "speclisten")]
     for n in filter(None, args.concurrency.split(",")):
         jobs += [(decoder, [f"concurrency.sessions={n}"]) for decoder in ("ar", "speclisten_plus")]
+    plans = []
     for decoder, extra in jobs:
         cfg = compose_run(decoder, args.model, per_task, [*extra, *args.overrides])
         suffix = _suffix(cfg) if extra else ""
-        summary = run(cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{suffix}")
-        print(summary.line(), flush=True)
+        plans.append((cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{suffix}"))
+    for line in run_plans(plans, args.jobs):
+        print(line, flush=True)
     runs = load_results([out / "runs"])
     print_headline(runs)
     report = build_report(runs, out / "report")
     print(f"\nreport: {report}  ({(time.time() - began) / 60:.1f} min)")
     return 0
+
+
+def run_plans(plans: list, jobs: int = 1):
+    """Each (run config, run folder) replayed, yielding its summary line in plan order: one after another in
+    this process, or ``jobs`` at a time in joblib worker processes (the engine of ``hydra/launcher=joblib``), each
+    with ``threads`` = cores // jobs unless the run sets it. The runs are independent, so their results do not
+    depend on ``jobs``; only the wall-clock figures do (a wall-clock run shares the machine with the others)."""
+    if jobs < 1:
+        raise ConfigError(f"--jobs: must be an integer >= 1, got {jobs}")
+    if jobs == 1:
+        for cfg, run_dir in plans:
+            yield run(cfg, run_dir).line()
+        return
+    try:
+        from joblib import Parallel, delayed
+    except ImportError:
+        raise ConfigError("--jobs: running several runs at once needs joblib: pip install -e '.[cluster]'") from None
+    threads = max(1, usable_cores() // jobs)
+    yield from Parallel(n_jobs=jobs, return_as="generator")(
+        delayed(_run_line)(cfg, run_dir, threads) for cfg, run_dir in plans)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it, e.g. under SLURM)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
+
+
+def _run_line(cfg, run_dir: Path, threads: int) -> str:
+    """One run in a worker process (``run_plans``), ``threads`` torch threads unless the run sets its own."""
+    if cfg.get("threads") is None:
+        cfg.threads = threads
+    return run(cfg, run_dir).line()
 
 
 def _suffix(cfg) -> str:

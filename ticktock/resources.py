@@ -26,8 +26,14 @@ def resource_path(relative: str) -> Path:
 
 
 def register_resolver() -> None:
-    """Make ``${ticktock_resource:configs/...}`` available in Hydra/OmegaConf configs."""
+    """Make TickTock's config resolvers available in Hydra/OmegaConf configs: ``${ticktock_resource:configs/...}``
+    (a shipped file's path) and ``${ticktock_shard:${shard.index},${shard.count}}`` (a sharded run's folder
+    suffix, ``ticktock.shards.folder_suffix``)."""
     from omegaconf import OmegaConf
+
+    from ticktock.shards import folder_suffix
 
     if not OmegaConf.has_resolver("ticktock_resource"):
         OmegaConf.register_new_resolver("ticktock_resource", lambda relative: str(resource_path(relative)))
+    if not OmegaConf.has_resolver("ticktock_shard"):
+        OmegaConf.register_new_resolver("ticktock_shard", folder_suffix)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from ticktock.audio import AudioError
 from ticktock.errors import ConfigError
 from ticktock.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
 from ticktock.resources import register_resolver, resource_path
+from ticktock.shards import ShardPlan, ShardSpec
 
 register_resolver()
 
@@ -102,6 +104,9 @@ def check_run_options(cfg: DictConfig) -> None:
         raise RunOptionError(f"audio_duration: must be one of {', '.join(AUDIO_DURATION_POLICIES)}, got {policy!r}")
     _check_timing_noise(cfg.get("timing_noise") or {})
     _check_sampling(cfg)
+    ShardSpec.parse(cfg.get("shard"))
+    check_threads(cfg.get("threads"))
+    check_device(cfg.get("device"))
     build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
     check_weights(cfg.model)  # a real model without local weights: one line naming the repo and `hf download`
     clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
@@ -119,6 +124,36 @@ def _check_concurrency(cfg: DictConfig, clock) -> None:
         raise ConcurrencyError(f"concurrency.batching: the cost profile {profile.name} has no batch dimension "
                                "(batch_sizes, batch_factor); measure one with `python -m ticktock.calibrate`, or use "
                                "concurrency.batching=false")
+
+
+def check_threads(threads) -> None:
+    """``threads``: null (torch's default: ``OMP_NUM_THREADS`` where set, else the cores this process may use) or
+    an integer >= 1."""
+    if threads is not None and not _is_int(threads, least=1):
+        raise RunOptionError(f"threads: must be null (torch's default) or an integer >= 1, got {threads!r}")
+
+
+def check_device(device) -> None:
+    """``device``: null (each model's default), ``auto``, ``cpu``, ``cuda`` (the first GPU this process sees: the one
+    a scheduler assigned through CUDA_VISIBLE_DEVICES) or ``cuda:K``; a GPU that is not there is refused here,
+    naming what is visible."""
+    import os
+
+    if device is None or device in ("auto", "cpu"):
+        return
+    kind, _, index = str(device).partition(":")
+    if kind != "cuda" or (index and not index.isdigit()):
+        raise RunOptionError(f"device: must be null, auto, cpu, cuda or cuda:K (K an integer), got {device!r}")
+    import torch
+
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    seen = f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}" if "CUDA_VISIBLE_DEVICES" in os.environ else \
+        "CUDA_VISIBLE_DEVICES not set"
+    if visible == 0:
+        raise RunOptionError(f"device: {device} asked for, but this process sees no CUDA device ({seen})")
+    if index and int(index) >= visible:
+        raise RunOptionError(f"device: {device} asked for, but this process sees {visible} CUDA device(s) "
+                             f"(cuda:0 .. cuda:{visible - 1}; {seen})")
 
 
 def _is_int(value, least: int) -> bool:
@@ -186,6 +221,7 @@ def identity(cfg: DictConfig) -> dict:
         "chunks_limit": plain["limit"]["chunks"],
         "concurrency": plain.get("concurrency"),
         "draft_policy": plain.get("draft_policy"),
+        **({"shard": plain["shard"]} if ShardSpec.parse(plain.get("shard")).sharded else {}),
     }
 
 
@@ -223,11 +259,21 @@ def environment(adapter) -> dict:
         "platform": platform.platform(),
         "cpu": _cpu_name(),
         "torch_threads": torch.get_num_threads(),
-        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "cuda_device": _cuda_name(getattr(adapter, "device", None)),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "git_sha": _git_sha(),
         "versions": versions,
         "model": adapter.describe(),
     }
+
+
+def _cuda_name(device) -> str | None:
+    """The name of the GPU the model runs on (None for a model on the CPU)."""
+    import torch
+
+    if device is None or torch.device(device).type != "cuda":
+        return None
+    return torch.cuda.get_device_name(torch.device(device))
 
 
 def _cpu_name() -> str:
@@ -297,6 +343,16 @@ def select_sessions(cfg: DictConfig, task) -> list:
         raise AudioError(f"{missing[0].audio_path}: audio file not found (session {missing[0].session_id}; "
                          f"{len(missing)} sessions affected; skip_bad_sessions=true skips them)")
     return check_audio_durations(sessions, cfg.get("audio_duration", "check"), skip_unreadable=cfg.skip_bad_sessions)
+
+
+def shard_sessions(cfg: DictConfig, sessions: list, ident: dict) -> tuple[list, dict]:
+    """This job's sessions of a sharded run (``shard.index`` of ``shard.count``; all of them when unsharded) and
+    run.json's ``shard`` record (``ticktock.shards``). ``ident`` is the run's identity; its shard is left out of the
+    split id, which all shards share."""
+    spec = ShardSpec.parse(cfg.get("shard"))
+    chunks = {s.session_id: len(s.chunk_spans()[: cfg.limit.chunks]) for s in sessions}
+    plan = ShardPlan.make(spec, {k: v for k, v in ident.items() if k != "shard"}, chunks)
+    return [s for s in sessions if plan.keeps(s.session_id)], plan.record()
 
 
 def build_engine(cfg: DictConfig, task):
@@ -439,11 +495,14 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     from ticktock.results.schema import SCHEMA_VERSION
     from ticktock.results.writer import RunWriter
 
+    if cfg.get("threads") is not None:
+        torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     task = build(cfg.task)
     sessions = select_sessions(cfg, task)
     engine = build_engine(cfg, task)
     ident = {**identity(cfg), "weights": engine.adapter.describe().get("weights_fingerprint")}
+    sessions, shard = shard_sessions(cfg, sessions, ident)
     writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
     run_id = run_id_for(ident, run_dir)
     labels = {"run_id": run_id, "model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
@@ -451,7 +510,7 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     meta = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "config": OmegaConf.to_container(cfg, resolve=True),
             "clock": engine.clock.describe(), "environment": environment(engine.adapter),
             "decoder": {"lossless": engine.decoder.lossless, **engine.decoder.describe()}, "started": time.time(),
-            "sessions_total": len(sessions), "timing_noise": noise.record if noise else None}
+            "sessions_total": len(sessions), "shard": shard, "timing_noise": noise.record if noise else None}
     todo = sessions_to_replay(sessions, writer)
     beat = Heartbeat(lambda record: writer.write_run_json({**meta, "status": "running", "heartbeat": record}),
                      sessions_done=len(sessions) - len(todo))

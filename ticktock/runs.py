@@ -1,8 +1,10 @@
 """``python -m ticktock.runs <folder>...``: the runs under folders, one line each, and where each one stands.
 
-Columns: run id; model/decoder/clock/task; status (complete, running, interrupted, failed: read from run.json
-and the run's heartbeat, ``ticktock.results.liveness``); sessions done / total (completed per-session parts);
-the last heartbeat and how long ago it was. A run folder whose run.json cannot be read is listed as
+Columns: run id; model/decoder/clock/task; shard (``2/4``: shard 2 of a run split over 4 jobs, ``-``: a whole
+run); status (complete, running, interrupted, failed: read from run.json and the run's heartbeat,
+``ticktock.results.liveness``); sessions done / total (completed per-session parts); the last heartbeat and how
+long ago it was. Below the table, one line per sharded run: its shards present and missing, how many are in
+each state, and its sessions done of the whole split (``ticktock.shards``). A run folder whose run.json cannot be read is listed as
 "unreadable" with the reason. Reads only run.json and file names (no parquet, no torch); exits 2 with one line
 when a folder does not exist or holds no runs.
 
@@ -10,10 +12,11 @@ Example::
 
     python -m ticktock.runs results/runs
 
-    >>> print(format_rows([{"run": "m-ar-modeled-1a2b3c4d", "what": "m/ar/modeled/mini", "status": "interrupted",
-    ...                     "sessions": "3/8", "heartbeat": "2025-01-02 03:04:05 (2 h ago)", "path": "results/x"}]))
-    run                    model/decoder/clock/task  status       sessions  last heartbeat                 path
-    m-ar-modeled-1a2b3c4d  m/ar/modeled/mini         interrupted  3/8       2025-01-02 03:04:05 (2 h ago)  results/x
+    >>> print(format_rows([{"run": "m-ar-modeled-1a2b3c4d", "what": "m/ar/modeled/mini", "shard": "-",
+    ...                     "status": "interrupted", "sessions": "3/8", "heartbeat": "2025-01-02 03:04:05 (2 h ago)",
+    ...                     "path": "results/x"}]))
+    run                    model/decoder/clock/task  shard  status       sessions  last heartbeat                 path
+    m-ar-modeled-1a2b3c4d  m/ar/modeled/mini         -      interrupted  3/8       2025-01-02 03:04:05 (2 h ago)  results/x
     >>> ago(75.0), ago(7200.0), ago(3 * 86400.0)
     ('1 min ago', '2 h ago', '3 d ago')
 """
@@ -28,8 +31,8 @@ from pathlib import Path
 
 from ticktock.results.liveness import run_state
 
-COLUMNS = {"run": "run", "what": "model/decoder/clock/task", "status": "status", "sessions": "sessions",
-           "heartbeat": "last heartbeat", "path": "path"}
+COLUMNS = {"run": "run", "what": "model/decoder/clock/task", "shard": "shard", "status": "status",
+           "sessions": "sessions", "heartbeat": "last heartbeat", "path": "path"}
 
 
 def run_folders(folder: Path) -> list[Path]:
@@ -56,14 +59,26 @@ def describe(path: Path, now: float | None = None) -> dict:
         names = [config[k]["name"] if isinstance(config.get(k), dict) else "?" for k in ("model", "decoder", "clock", "task")]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         reason = f"unreadable: {type(err).__name__}: {err}".splitlines()[0]
-        return {"run": path.name, "what": "?", "status": reason, "sessions": "?", "heartbeat": "?", "path": str(path)}
+        return {"run": path.name, "what": "?", "shard": "?", "status": reason, "sessions": "?", "heartbeat": "?",
+                "path": str(path), "meta": None}
     beat = meta.get("heartbeat") or {}
     updated = beat.get("updated", mtime)
     done = len(list((path / "parts").glob("*.sessions.parquet")))
-    return {"run": meta.get("run_id", path.name), "what": "/".join(map(str, names)), "status": run_state(meta, mtime, now),
-            "sessions": f"{done}/{meta.get('sessions_total', '?')}",
+    shard = meta.get("shard") or {}
+    return {"run": meta.get("run_id", path.name), "what": "/".join(map(str, names)),
+            "shard": f"{shard['index']}/{shard['count']}" if int(shard.get("count", 1)) > 1 else "-",
+            "status": run_state(meta, mtime, now), "sessions": f"{done}/{meta.get('sessions_total', '?')}",
             "heartbeat": f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(updated))} ({ago(max(0.0, now - updated))})",
-            "path": str(path)}
+            "path": str(path), "meta": meta, "done": done}
+
+
+def split_lines(rows: list[dict]) -> list[str]:
+    """One line per sharded run among the rows: its shards present and missing, their states, sessions done
+    (``ticktock.shards.Split.summary``)."""
+    from ticktock.shards import group_splits
+
+    readable = [(Path(r["path"]), r["meta"], r["status"], r["done"]) for r in rows if r.get("meta") is not None]
+    return [split.summary() for split in group_splits(readable)]
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -88,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         rows += [describe(path) for path in found]
     print(format_rows(rows))
+    splits = split_lines(rows)
+    if splits:
+        print("\n" + "\n".join(splits))
     return 0
 
 

@@ -18,7 +18,7 @@ import string
 import torch
 
 from ticktock.adapters.frontends import FrameEnergyFrontend
-from ticktock.adapters.hf_unit import PROTOCOL_TOKENS, HFUnitAdapter, protocol_from_tokenizer
+from ticktock.adapters.hf_unit import PROTOCOL_TOKENS, HFUnitAdapter, protocol_from_tokenizer, resolve_device
 
 SPECIAL_TOKENS = ["<|pad|>", "<|im_start|>", "<|im_end|>", *PROTOCOL_TOKENS.values()]
 CHARACTERS = string.ascii_letters + string.digits + string.punctuation + " \n"
@@ -46,6 +46,7 @@ def build_fixture_adapter(
     attn_implementation: str = "eager",
     context_limit: int | None = None,
     context_reserve: int = 512,
+    device: str | None = None,
 ) -> HFUnitAdapter:
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -64,7 +65,7 @@ def build_fixture_adapter(
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
-        model = LlamaForCausalLM(config).float()
+        model = LlamaForCausalLM(config).float().to(resolve_device(device))
         frontend = FrameEnergyFrontend(hidden_size)
     finally:
         torch.random.set_rng_state(generator_state)

@@ -72,6 +72,40 @@ def protocol_from_tokenizer(tokenizer, names: dict | None = None, **limits) -> U
     return UnitProtocol(**ids, extra_forbidden=extra, **limits)
 
 
+DTYPES = {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
+          "float32": torch.float32, "fp32": torch.float32}
+
+
+def resolve_device(device: str | None, default: str = "cpu") -> torch.device:
+    """The torch device of a ``device`` setting: None takes ``default``; ``auto`` is CUDA when present, else CPU.
+
+    >>> resolve_device(None), resolve_device("cpu", default="auto")
+    (device(type='cpu'), device(type='cpu'))
+    """
+    device = default if device is None else device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def runtime_settings(device: str | None, dtype: str, attn_implementation: str) -> tuple[torch.device, torch.dtype, str]:
+    """(device, torch dtype, attention implementation) of a real model's settings, ``auto`` (and a device of None)
+    resolved for this machine: CUDA when present with bf16 and sdpa, else the CPU with fp32 and eager attention.
+
+    >>> runtime_settings("cpu", "auto", "auto")
+    (device(type='cpu'), torch.float32, 'eager')
+    """
+    from ticktock.errors import ConfigError
+
+    device = resolve_device(device, default="auto")
+    cuda = device.type == "cuda"
+    if dtype != "auto" and dtype not in DTYPES:
+        raise ConfigError(f"model.dtype: {dtype!r} is not one of {sorted(['auto', *DTYPES])}")
+    torch_dtype = (torch.bfloat16 if cuda else torch.float32) if dtype == "auto" else DTYPES[dtype]
+    attn = ("sdpa" if cuda else "eager") if attn_implementation == "auto" else attn_implementation
+    return device, torch_dtype, attn
+
+
 def render_tools(tools: Sequence[dict]) -> str:
     """Tool schemas as Gander puts them in the system prompt: \\n\\n<tools>\\n[compact JSON]\\n</tools>."""
     if not tools:

@@ -55,7 +55,7 @@ from typing import Sequence
 from ticktock.adapters.base import hermes_call_text
 from ticktock.adapters.checkpoint import (CheckpointError, CheckpointTensors, MissingWeightsError, cached_snapshot,
                                           load_into, read_json, resolve_checkpoint)
-from ticktock.adapters.hf_unit import HFUnitAdapter, protocol_from_tokenizer
+from ticktock.adapters.hf_unit import HFUnitAdapter, protocol_from_tokenizer, runtime_settings
 
 MINICPMO_REPO = "openbmb/MiniCPM-o-4_5"
 PROMPT_TEMPLATE = "<|im_start|>system\n{system}{tools}<|im_end|>"
@@ -229,20 +229,6 @@ def resolve_base(folder: Path, base_path: str | None, base_repo_id: str, name: s
                                   f"not here: download them with `hf download {base_repo_id}`, then pass "
                                   "model.base_path=<folder> (or keep them in the Hugging Face cache)")
     return cached
-
-
-def runtime_settings(device: str, dtype: str, attn_implementation: str):
-    """(device, torch dtype, attention implementation) with ``auto`` resolved for this machine."""
-    import torch
-
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    on_gpu = torch.device(device).type == "cuda"
-    if dtype == "auto":
-        dtype = "bfloat16" if on_gpu else "float32"
-    if attn_implementation == "auto":
-        attn_implementation = "sdpa" if on_gpu else "eager"
-    return torch.device(device), getattr(torch, dtype), attn_implementation
 
 
 def load_tokenizer(folder: Path):

@@ -63,7 +63,7 @@ from torch import nn
 
 from ticktock.adapters.checkpoint import CheckpointError, read_json, resolve_checkpoint
 from ticktock.adapters.base import UnitProtocol
-from ticktock.adapters.hf_unit import PROTOCOL_TOKENS, REQUIRED_TOKENS, HFUnitAdapter
+from ticktock.adapters.hf_unit import PROTOCOL_TOKENS, REQUIRED_TOKENS, HFUnitAdapter, runtime_settings
 from ticktock.errors import ConfigError
 
 REPO_ID = "Qwen/Qwen2.5-Omni-7B"
@@ -201,7 +201,7 @@ def load_streaming_slm_adapter(path: str | None = None, repo_id: str = REPO_ID, 
     not re-positioned).
     """
     folder = resolve_checkpoint(path, repo_id, name)
-    device, torch_dtype, attn = runtime(device, dtype, attn_implementation)
+    device, torch_dtype, attn = runtime_settings(device, dtype, attn_implementation)
     check_folder(folder)
     tokenizer = load_tokenizer(folder)
     thinker = load_thinker(folder, torch_dtype, device, attn)
@@ -216,20 +216,6 @@ def load_streaming_slm_adapter(path: str | None = None, repo_id: str = REPO_ID, 
     return HFUnitAdapter(model, tokenizer, frontend, protocol, name=name, system_prompt=system_prompt,
                          prompt_template=prompt_template, tools_in_prompt=tools_in_prompt,
                          context_limit=context_limit, context_reserve=context_reserve)
-
-
-def runtime(device: str, dtype: str, attn_implementation: str) -> tuple[torch.device, torch.dtype, str]:
-    """Resolve the "auto" settings: CUDA when present (bf16, sdpa), else CPU (fp32, eager)."""
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
-    cuda = device.type == "cuda"
-    names = {"auto": torch.bfloat16 if cuda else torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-             "float16": torch.float16, "fp16": torch.float16, "float32": torch.float32, "fp32": torch.float32}
-    if dtype not in names:
-        raise ConfigError(f"model.dtype: {dtype!r} is not one of {sorted(names)}")
-    attn = ("sdpa" if cuda else "eager") if attn_implementation == "auto" else attn_implementation
-    return device, names[dtype], attn
 
 
 def check_folder(folder: Path) -> None:

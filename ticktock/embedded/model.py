@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ticktock.adapters.frontends import LogMelConvFrontend
-from ticktock.adapters.hf_unit import HFUnitAdapter, protocol_from_tokenizer
+from ticktock.adapters.hf_unit import HFUnitAdapter, protocol_from_tokenizer, resolve_device
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 SYSTEM_PROMPT = "You are TickTock, a voice assistant. Listen, and answer when the user is done."
@@ -95,8 +95,9 @@ def save_model(folder: Path, model, frontend, tokenizer, arch: Architecture, tra
 
 def load_embedded_adapter(path: str | Path | None = None, attn_implementation: str = "eager",
                           name: str = "embedded", context_limit: int | None = None, context_reserve: int = 512,
-                          context_evict_to: float = 0.75) -> HFUnitAdapter:
-    """Load a model folder (default: the shipped weights) as an adapter, fp32 on CPU, offline.
+                          context_evict_to: float = 0.75, device: str | None = None) -> HFUnitAdapter:
+    """Load a model folder (default: the shipped weights) as an adapter, fp32, offline; on the CPU unless
+    ``device`` names another (``auto``: CUDA when present). The audio front-end always runs on the CPU.
 
     ``context_limit`` (default: the model's 4,096 positions), ``context_reserve`` and ``context_evict_to``
     set its context policy: old whole units are evicted, the system prompt kept (``ticktock.context``)."""
@@ -117,6 +118,7 @@ def load_embedded_adapter(path: str | Path | None = None, attn_implementation: s
                                                  dtype=torch.float32)
         frontend = LogMelConvFrontend(**meta["frontend"])
         frontend.load_state_dict(load_file(str(folder / "frontend.safetensors")))
+        model.to(resolve_device(device))
     except WeightsError:
         raise
     except Exception as err:  # corrupt JSON, safetensors header, shapes: all mean the same to the user

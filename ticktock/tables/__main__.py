@@ -7,11 +7,15 @@ table and Table 5. A lossless decoder whose outputs differ from the baseline's i
 An unreadable run (e.g. a truncated parquet file) or an interrupted one stops the build with one line naming
 it; ``--skip-bad-runs`` leaves unusable runs out (printed, and listed in every table's provenance), and
 ``--allow-interrupted`` uses an interrupted run's completed sessions (said in the provenance).
+The shards of a sharded run (``shard.index`` / ``shard.count``) are combined into one run when every shard is
+there once and complete; a shard missing, failed or given twice stops the build with one line naming the
+shards, unless ``--allow-missing-shards`` (missing and failed shards only; said in the provenance).
 
 Example::
 
     python -m ticktock.tables results/runs/* --out results/tables/main --strict
     python -m ticktock.tables results/runs --skip-bad-runs --allow-interrupted
+    python -m ticktock.tables results/sweeps/grid            # a sharded sweep: every shard folder under it
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="leave out runs that cannot be read (listed in the output) instead of stopping")
     parser.add_argument("--allow-interrupted", action="store_true",
                         help="use the completed sessions of interrupted runs (killed, or stopped before their end)")
+    parser.add_argument("--allow-missing-shards", action="store_true",
+                        help="build a sharded run from the shards there when some are missing or failed (said in the "
+                             "provenance) instead of stopping")
     args = parser.parse_args(argv)
     args.formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
     unknown = [f for f in args.formats if f not in FORMATS]
@@ -51,13 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = args.out or Path("results/tables") / time.strftime("%Y-%m-%d_%H-%M-%S")
     try:
-        results = load_results(args.results, skip_bad_runs=args.skip_bad_runs, allow_interrupted=args.allow_interrupted)
+        results = load_results(args.results, skip_bad_runs=args.skip_bad_runs, allow_interrupted=args.allow_interrupted,
+                               allow_missing_shards=args.allow_missing_shards)
         built = build_tables(results, args.baseline)
         written = write_outputs(built, results, out, args.formats)
     except TablesError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for warning in results.warnings + [f"skipped: {reason}" for reason in results.skipped] + noise_warnings(results):
+    for warning in (results.warnings + [f"skipped: {reason}" for reason in results.skipped] + noise_warnings(results)
+                    + [note for note in results.scope if note.startswith("incomplete: ")]):
         print(f"warning: {warning}", file=sys.stderr)
     print(headline_text(built.tables[: len(HEADLINE)]))
     print_failures(built.failures)

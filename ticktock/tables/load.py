@@ -5,7 +5,8 @@ the tables command is a run directory, a folder searched recursively for run dir
 either. Runs are grouped by **setup** (model, clock and profile, device, sampling, seed, and how many sessions
 shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy): only runs of
 the same setup are ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
-share a cell when they hold disjoint sessions (e.g. one run per task), never the same chunk twice.
+share a cell when they hold disjoint sessions (e.g. one run per task, or the shards of a sharded run: all of them,
+each once, complete; ``check_splits``), never the same chunk twice.
 
 A run with N = 1 and no batching replays one session alone on the device: its draft policy, max_batch and
 stagger do not apply and are not part of its setup. Every other run is a **concurrency run**: the tables
@@ -104,6 +105,12 @@ class Run:
         return self.meta.get("run_id", self.path.name)
 
     @property
+    def shard(self) -> str:
+        """``"1 of 4"`` for a shard of a sharded run, ``""`` for a whole run."""
+        shard = self.meta.get("shard") or {}
+        return f"{shard['index']} of {shard['count']}" if int(shard.get("count", 1)) > 1 else ""
+
+    @property
     def status(self) -> str:
         return "interrupted" if self.note else str(self.meta.get("status", "unknown"))
 
@@ -191,7 +198,8 @@ class Results:
     cells: list[Cell]
     warnings: list[str]
     skipped: list[str] = field(default_factory=list)  # runs left out (skip_bad_runs): one line each, naming the file
-    scope: list[str] = field(default_factory=list)  # which of the runs a view uses, when not all (single_session)
+    scope: list[str] = field(default_factory=list)  # what the rows cover when not all: the runs a view uses
+                                                    # (single_session), a sharded run missing shards (check_splits)
 
     def provenance(self) -> list[str]:
         """What the tables must say about the runs used: interrupted runs used anyway, runs skipped, and which runs
@@ -377,9 +385,34 @@ def _check_same_decoder(runs: list[Run]) -> None:
                               f"under the same name ({first} vs {run.meta['config']['decoder']}); give one a new name")
 
 
-def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, allow_interrupted: bool = False) -> Results:
+ALWAYS_REFUSED = ("counts", "twice")  # a split that cannot be combined at all
+REFUSED_UNLESS_ALLOWED = ("missing", "failed", "running")  # ... unless --allow-missing-shards (interrupted shards:
+                                                           # --allow-interrupted, checked when the run is read)
+
+
+def check_splits(runs: list[Run], allow_missing_shards: bool = False) -> list[str]:
+    """The shards of every sharded run among ``runs`` (``ticktock.shards``): a split whose shards cannot be combined
+    (different shard.count, a shard twice) stops the tables, and so does one with a shard missing or failed unless
+    ``allow_missing_shards``; then the returned provenance notes say what was left out."""
+    from ticktock.shards import group_splits
+
+    notes = []
+    for split in group_splits([(r.path, r.meta, r.status, len(r.sessions)) for r in runs]):
+        problems = split.problems()
+        for kind, message in problems:
+            if kind in ALWAYS_REFUSED or (kind in REFUSED_UNLESS_ALLOWED and not allow_missing_shards):
+                hint = "" if kind in ALWAYS_REFUSED else " (or pass --allow-missing-shards to build from the shards there)"
+                raise TablesError(message + hint)
+        if any(kind in REFUSED_UNLESS_ALLOWED for kind, _ in problems):
+            notes.append(f"incomplete: {split.summary()}")
+    return notes
+
+
+def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, allow_interrupted: bool = False,
+                 allow_missing_shards: bool = False) -> Results:
     """Discover, read and group the runs named by ``arguments`` (paths or globs). A run that cannot be used stops
-    it with a ``TablesError`` naming the file, or with ``skip_bad_runs`` is left out and listed in ``skipped``."""
+    it with a ``TablesError`` naming the file, or with ``skip_bad_runs`` is left out and listed in ``skipped``.
+    The shards of a sharded run are combined when all of them are there, once and complete (``check_splits``)."""
     runs, skipped = [], []
     for path in discover(arguments):
         try:
@@ -390,6 +423,7 @@ def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, al
             skipped.append(str(err))
     if not runs:
         raise TablesError(f"no usable runs: all {len(skipped)} were skipped (first: {skipped[0]})")
+    shard_notes = check_splits(runs, allow_missing_shards)
     warnings = [f"run {r.path} has status {r.status!r} (not complete): its rows are used as they are"
                 for r in runs if r.status != "complete" and not r.note]
-    return Results(runs, group_cells(runs), warnings, skipped)
+    return Results(runs, group_cells(runs), warnings, skipped, scope=shard_notes)

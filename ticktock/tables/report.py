@@ -66,13 +66,16 @@ def _banner(tables: list[Table], warnings: list[str]) -> str:
 
 
 def _runs_table(results: Results) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("run", "decoder", "setup", "status", "sessions", "chunks", "path"))
+    head = "".join(f"<th>{h}</th>" for h in ("run", "decoder", "setup", "shard", "status", "sessions", "chunks", "path"))
     rows = []
     for run in results.runs:
-        cells = [run.run_id, run.decoder, setup_label(run.setup()), run.status, len(run.sessions), len(run.chunks), run.path]
+        cells = [run.run_id, run.decoder, setup_label(run.setup()), run.shard, run.status, len(run.sessions), len(run.chunks),
+                 run.path]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    incomplete = "".join(f'<p class="warning">{html.escape(note)}</p>' for note in results.scope
+                         if note.startswith("incomplete: "))  # a sharded run built without some of its shards
     return (f'<section id="runs"><h2>Runs ({len(results.runs)})</h2><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></section>")
+            f"<tbody>{''.join(rows)}</tbody></table>{incomplete}</section>")
 
 
 def html_report(tables: list[Table], figures: dict[str, Path], results: Results, title: str = "TickTock results") -> str:
