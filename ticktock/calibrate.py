@@ -2,7 +2,8 @@
 
 For every context length on the grid the cache is filled with that many tokens, then a forward of each
 query length is timed (device-synchronised, median of ``repeats`` after ``warmup``) and rolled back.
-The audio encoding of one 1 s chunk is timed the same way. For every batch size B of ``batch_sizes``,
+The audio encoding of one 1 s chunk is timed the same way, and for a front-end causal below a chunk one
+causal step of audio, giving ``encode_fixed_ms`` (what early prefill pays per piece). For every batch size B of ``batch_sizes``,
 B replicas of the adapter (caches filled to the middle context of the grid) time one batched step of B
 one-token forwards (``forward_many``), giving the profile's ``batch_factor``: measured / ``forward_ms(B,
 B x context)``, 1.0 at B = 1 (see ``ticktock.clocks.modeled``). The result is a YAML profile for
@@ -77,6 +78,19 @@ def measure(adapter, queries, contexts, warmup: int, repeats: int) -> tuple[list
     return table, encode
 
 
+def measure_encode_fixed(adapter, encode_ms: float, warmup: int, repeats: int) -> float | None:
+    """The part of an audio encoding that does not scale with its audio (``encode_fixed_ms``), from the time of
+    encoding one causal step (e.g. 100 ms) against a whole chunk: fixed + (whole - fixed) f = step time; None for a
+    front-end that encodes whole chunks only (``causal_granularity_ms`` None: early prefill never encodes pieces)."""
+    step = adapter.causal_granularity_ms
+    if not step or step >= 1000:
+        return None
+    fraction = step / 1000.0
+    piece = np.random.default_rng(2).normal(0, 0.1, 16 * step).astype(np.float32)
+    piece_ms = timed(adapter, lambda: adapter.encode_audio(piece), warmup, repeats)
+    return min(encode_ms, max(0.0, (piece_ms - fraction * encode_ms) / (1.0 - fraction)))
+
+
 def measure_batches(adapter, sizes, context: int, warmup: int, repeats: int) -> list[float]:
     """Milliseconds of one batched step (``forward_many``) of B one-token forwards, for each B in ``sizes``:
     B replicas of ``adapter``, each with its cache filled to ``context`` tokens, rolled back after each step."""
@@ -131,6 +145,7 @@ def main(cfg: DictConfig) -> None:
     )
     if sizes:
         profile = replace(profile, batch_sizes=sizes, batch_factor=batch_factors(profile, sizes, batch_context, batch_costs))
+    profile = replace(profile, encode_fixed_ms=measure_encode_fixed(adapter, encode, cfg.warmup, cfg.repeats))
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(profile.to_yaml())

@@ -131,7 +131,7 @@ class LaneStopwatch(Stopwatch):
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
 
-    def charge_encode(self, wall_ms: float) -> float:
+    def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
 
 

@@ -11,7 +11,9 @@ Per chunk t (audio [start, end) arrives at ``end``):
 5. if chunk t+1's audio is still in the future (idle budget > 0), ``decoder.idle`` may draft it until the
    budget is spent, on exactly the inputs and history its post-audio step will see; overrun is carried
    into chunk t+1's latency. The wait for the first chunk's audio (from the session start) is an idle
-   window as well.
+   window as well. Chunk t+1's audio streams in during the window (``ArrivingAudio``): a decoder sees only
+   the samples that have arrived by the window's time on the run's clock, and may feed the final ones into
+   the cache early (``IdleWindow.prefill_arrived``); the post-audio step then encodes and feeds only the rest.
 
 Nothing sleeps: times come from the clock's stopwatches (wall or modeled).
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from ticktock.adapters.base import ModelAdapter
 from ticktock.audio import SAMPLE_RATE, chunk_samples
 from ticktock.clocks.base import Clock, WindowClosed
-from ticktock.decoders.base import ChunkCounters, ChunkStep, Decoder, ForwardRecord
+from ticktock.decoders.base import ArrivingAudio, ChunkCounters, ChunkStep, Decoder, ForwardRecord
 from ticktock.decoders.selection import Sampling
 from ticktock.injection import Injection, ToolCallInjector
 from ticktock.manifest import ChunkSpan, Session
@@ -100,7 +102,7 @@ class ReplayEngine:
         spans = session.chunk_spans()[: self.max_chunks]
         state = self.start(session)
         trace = SessionTrace(session, forwards=state.forwards)
-        carried = self._idle(state, 0, spans[0], 1000.0 * spans[0].duration_s) if spans else 0.0
+        carried = self._idle(state, 0, spans[0], 1000.0 * spans[0].duration_s, audio) if spans else 0.0
         arrived = Injection()
         for i, span in enumerate(spans):
             self.clock.wait_until(1000.0 * span.end_s)  # at once for a session alone; see ticktock.device
@@ -115,7 +117,7 @@ class ReplayEngine:
             trace.chunks.append(chunk)
             arrived, carried = injected, 0.0
             if timing.idle_budget_ms > 0 and i + 1 < len(spans):
-                carried = self._idle(state, i + 1, spans[i + 1], timing.idle_budget_ms)
+                carried = self._idle(state, i + 1, spans[i + 1], timing.idle_budget_ms, audio)
             if on_chunk is not None:
                 on_chunk(chunk)
         trace.wall_s = time.perf_counter() - began
@@ -123,14 +125,19 @@ class ReplayEngine:
 
     def _post_audio(self, state: SessionState, index: int, span: ChunkSpan, audio) -> tuple[ChunkStep, float]:
         step = state.chunk_step(index)
-        step.inputs.audio = step.encode(chunk_samples(audio, span.start_s, span.end_s))
+        samples = chunk_samples(audio, span.start_s, span.end_s)
+        done = step.inputs.prefilled_samples  # early prefill fed the chunk's first part in its idle window
+        step.inputs.audio = step.encode(samples[done:], fraction=(len(samples) - done) / max(len(samples), 1))
         self.decoder.decode_chunk(step)
         self.adapter.synchronize()
         return step, step.stopwatch.wall_ms()
 
-    def _idle(self, state: SessionState, index: int, span: ChunkSpan, budget_ms: float) -> float:
-        """Let the decoder draft chunk ``index`` before its audio arrives; return the overrun carried into it."""
-        window = state.idle_window(index, budget_ms, int(round(span.duration_s * SAMPLE_RATE)))
+    def _idle(self, state: SessionState, index: int, span: ChunkSpan, budget_ms: float, audio) -> float:
+        """Let the decoder draft chunk ``index`` before its audio arrives (while it streams in); return the overrun
+        carried into it."""
+        samples = chunk_samples(audio, span.start_s, span.end_s)
+        window = state.idle_window(index, budget_ms, int(round(span.duration_s * SAMPLE_RATE)),
+                                   ArrivingAudio(samples, budget_ms))
         before = self.adapter.snapshot()
         try:
             self.decoder.idle(window)
@@ -139,6 +146,8 @@ class ReplayEngine:
         self.adapter.synchronize()
         counters = state.counters_for(index)
         counters.window_budget_ms = budget_ms
-        counters.window_used_ms = window.elapsed_ms()
+        counters.window_used_ms = window.elapsed_ms() - window.stopwatch.waited_ms  # work, not waits for audio
+        counters.window_waited_ms = window.stopwatch.waited_ms
+        counters.prefilled_ms = 1000.0 * state.inputs_for(index).prefilled_samples / SAMPLE_RATE
         counters.window_wall_ms = window.stopwatch.wall_ms()
-        return overrun(counters.window_used_ms, budget_ms)
+        return overrun(window.elapsed_ms(), budget_ms)

@@ -119,6 +119,10 @@ def _check_concurrency(cfg: DictConfig, clock) -> None:
 
     settings = ConcurrencySettings.parse(cfg.get("concurrency"))
     build(cfg.draft_policy)
+    if settings.shares_device and build(cfg.decoder).waits_for_audio:
+        raise ConcurrencyError(f"decoder {cfg.decoder.name}: early prefill and partial-audio hypotheses wait for audio "
+                               "inside an idle window, which a shared device does not schedule; replay it with "
+                               "concurrency.sessions=1 and concurrency.batching=false")
     profile = getattr(clock, "profile", None)
     if settings.batching and profile is not None and not profile.batches:
         raise ConcurrencyError(f"concurrency.batching: the cost profile {profile.name} has no batch dimension "

@@ -75,14 +75,17 @@ class SessionState:
 
     def chunk_step(self, chunk_index: int) -> ChunkStep:
         """The post-audio step of a chunk, with a fresh stopwatch."""
-        start = self.adapter.cache_length
-        self._unit_starts.append(start + len(self.inputs_for(chunk_index).head) - 1)
+        start, inputs = self.adapter.cache_length, self.inputs_for(chunk_index)
+        fed_at = start if inputs.head_fed_at is None else inputs.head_fed_at  # early prefill fed it in the window
+        self._unit_starts.append(fed_at + len(inputs.head) - 1)
         self.counters_for(chunk_index).context_tokens = start
         return ChunkStep(self, chunk_index, self.clock.stopwatch())
 
-    def idle_window(self, chunk_index: int, budget_ms: float, next_samples: int) -> IdleWindow:
-        """The idle window that drafts chunk ``chunk_index`` (before its audio arrives), with a fresh stopwatch."""
-        return IdleWindow(self, chunk_index, self.clock.stopwatch(window_ms=budget_ms), budget_ms, next_samples)
+    def idle_window(self, chunk_index: int, budget_ms: float, next_samples: int, arriving=None) -> IdleWindow:
+        """The idle window that drafts chunk ``chunk_index`` (before its audio arrives), with a fresh stopwatch;
+        ``arriving`` (``ArrivingAudio``): the chunk's audio as it streams in during the window."""
+        return IdleWindow(self, chunk_index, self.clock.stopwatch(window_ms=budget_ms), budget_ms, next_samples,
+                          arriving)
 
     def commit(self, chunk_index: int, output: Sequence[int], tail: Sequence[int]) -> ChunkInputs:
         """Chunk ``chunk_index`` is done with ``output``; open the next chunk with ``tail`` (injected text)

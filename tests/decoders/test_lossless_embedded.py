@@ -21,7 +21,7 @@ def shipped(name):
 
 
 DECODERS = {name: shipped(name) for name in ("pld", "recycling", "lookahead", "speclisten_silence", "speclisten_runnerup",
-                                             "speclisten", "speclisten_plus")}
+                                             "speclisten", "speclisten_plus", "ar_prefill", "speclisten_stream")}
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,16 @@ def test_greedy_outputs_equal_ar(embedded_adapter, sessions, name):
         assert replay(embedded_adapter, session, DECODERS[name](), 16) == expected, session.session_id
 
 
-@pytest.mark.parametrize("name", ["pld", "recycling", "lookahead", "speclisten", "speclisten_plus"])
+@pytest.mark.parametrize("name", ["pld", "recycling", "lookahead", "speclisten", "speclisten_plus", "ar_prefill",
+                                  "speclisten_stream"])
 def test_sampled_outputs_equal_ar_with_the_same_seed(embedded_adapter, sessions, name):
     session = sessions[0]
     expected = replay(embedded_adapter, session, ARDecoder(), 16, temperature=0.7, seed=2)
     assert replay(embedded_adapter, session, DECODERS[name](), 16, temperature=0.7, seed=2) == expected
+
+
+@pytest.mark.parametrize("policy", ["speech", "first_token"])
+def test_partial_hypotheses_under_every_redraft_policy_equal_ar(embedded_adapter, sessions, policy):
+    decoder = build(compose_run("speclisten_stream", "embedded", None, [f"decoder.redraft_policy={policy}"]).decoder)
+    session = sessions[0]
+    assert replay(embedded_adapter, session, decoder, 16) == replay(embedded_adapter, session, ARDecoder(), 16)

@@ -93,7 +93,8 @@ def test_unknown_template_and_bad_topk_are_rejected():
         TokenRecyclingDecoder(tree="9.9.9")
     with pytest.raises(ValueError, match=r"decoder\.topk: must be >= 8"):
         TokenRecyclingDecoder(topk=4)
-    assert TokenRecyclingDecoder(topk=10).describe() == {"name": "recycling", "topk": 10, "tree": "2.2.2",
+    assert TokenRecyclingDecoder(topk=10).describe() == {"name": "recycling", "early_prefill": False,
+                                                         "prefill_every_ms": 200.0, "topk": 10, "tree": "2.2.2",
                                                          "tree_nodes": 80}
 
 

@@ -181,3 +181,58 @@ def test_realigned_tails_after_a_substitution_an_insertion_or_a_dropped_token():
     assert realigned_tails(Verification([7, 8, 9, 10, 11, 2], [0, 1, 2, 3, 4], None, tree), limit=8) == []
     assert realigned_tails(Verification([4], [], None, DraftTree()), limit=8) == []
     assert realigned_tails(Verification([7, 5], [0], None, tree), limit=0) == []
+
+
+def test_partial_hypotheses_leave_the_model_exactly_as_before(fixture_adapter, small_manifest):
+    from ticktock.decoders.base import ArrivingAudio
+
+    session = load_manifest(small_manifest)[0]
+    a = fixture_adapter
+    audio = load_audio(session.audio_path)
+    decoder = SpeculativeListeningDecoder(branches=2, pool=True, hypothesis="partial", redraft_every_ms=150.0)
+    replay_state = ReplayEngine(a, decoder, ModeledClock(CostProfile.constant(20.0, 10.0))).start(session)
+    a.forward([replay_state.inputs_for(0).head, a.encode_audio(audio[:16_000])])
+    replay_state.commit(0, [a.protocol.listen], tail=[])
+    state = a.snapshot()
+    probe_before = a.forward([[a.protocol.listen, a.protocol.unit_close]])
+    audio_before = a.peek_audio(np.ones(16_000, dtype=np.float32) * 0.01)
+    a.restore(state)
+    window = replay_state.idle_window(1, 900.0, 16_000, ArrivingAudio(audio[16_000:32_000], 900.0))
+    decoder.idle(window)
+    assert decoder.pending.earlier and decoder.pending.source == "partial"  # re-drafted as the audio arrived
+    assert decoder.pending.drafted == 1 + len(decoder.pending.earlier) + len(decoder.pending.branches)
+    assert a.cache_length == state.cache_length and a.frontend_state is state.frontend_state
+    assert torch.equal(a.forward([[a.protocol.listen, a.protocol.unit_close]]), probe_before)
+    assert torch.equal(a.peek_audio(np.ones(16_000, dtype=np.float32) * 0.01), audio_before)
+
+
+def test_partial_hypotheses_lead_the_tree_and_keep_earlier_drafts_as_branches():
+    hypotheses = Hypotheses(main=[5, 6, 7], main_complete=True, branches=[[9]], duration_ms=1000.0)
+    hypotheses.replace_main([5, 8], complete=True, arrived_ms=600.0)
+    tree = hypotheses.tree()
+    assert tree.tokens == [5, 8, 9, 6, 7] and tree.sources == ["partial", "partial", "runner_up", "silence", "silence"]
+    assert hypotheses.drafted == 3
+    assert hypotheses.arrived_fraction([5, 8]) == 0.6 and hypotheses.arrived_fraction([5, 6]) == 0.0
+    assert hypotheses.arrived_fraction([9]) == 0.0 and hypotheses.arrived_fraction([]) is None
+
+
+def test_partial_hypotheses_are_lossless_and_report_what_they_drafted(fixture_adapter, small_manifest):
+    for session in load_manifest(small_manifest)[:2]:
+        ar = replay(fixture_adapter, session, ARDecoder(), forward_ms=20.0, encode_ms=30.0)
+        stream = SpeculativeListeningDecoder(branches=2, pool=True, hypothesis="partial", early_prefill=True)
+        sl = replay(fixture_adapter, session, stream, forward_ms=20.0, encode_ms=30.0)
+        assert outputs(sl) == outputs(ar)
+        drafted = [c.counters.hypotheses_drafted for c in sl.chunks]
+        assert all(n is not None and n >= 1 for n in drafted) and max(drafted) > 3
+        assert any(c.counters.prefilled_ms > 0 for c in sl.chunks)
+
+
+def test_bad_streaming_knobs_are_rejected():
+    from ticktock.decoders.base import DecoderConfigError
+
+    with pytest.raises(DecoderConfigError, match="decoder.hypothesis: must be one of 'silence', 'partial', got 'audio'"):
+        SpeculativeListeningDecoder(hypothesis="audio")
+    with pytest.raises(DecoderConfigError, match="decoder.redraft_every_ms: must be a number >= 1.0"):
+        SpeculativeListeningDecoder(redraft_every_ms=0)
+    with pytest.raises(DecoderConfigError, match="decoder.early_prefill: must be true or false, got 'yes'"):
+        ARDecoder(early_prefill="yes")

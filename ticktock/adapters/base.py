@@ -323,6 +323,15 @@ class ModelAdapter(ABC):
         ``silence_audio``. Speculative Listening reads this; no user setting is needed."""
         return False
 
+    @property
+    def causal_granularity_ms(self) -> int | None:
+        """The front-end's causal step: an embedding is final once the ``causal_granularity_ms`` of audio it
+        covers has arrived, and encoding a chunk piece by piece on these boundaries equals encoding it at once
+        (the embedded model: 100 ms). None for a front-end that encodes a chunk as a whole (MiniCPM-o's
+        bidirectional chunk encoder): nothing of a chunk is final before all of it has arrived. Early prefill
+        (``IdleWindow.prefill_arrived``) reads this."""
+        return None
+
     @abstractmethod
     def forward(self, segments: Sequence[Segment], tree: TreeLayout | None = None, logits_from: int = 0):
         """Append the segments to the cache in one forward; return float32 logits [Q - logits_from, V]."""

@@ -52,6 +52,7 @@ class FrameEnergyFrontend(nn.Module):
         self.bands = bands
         self.embeds_per_second = embeds_per_second
         self.project = nn.Linear(2 * bands, hidden_size)
+        self.causal_granularity_ms = 1000 // embeds_per_second  # one frame per embedding, its previous as context
 
     def initial_state(self) -> FramedState:
         return FramedState(torch.zeros(0), torch.full((self.bands,), -10.0))
@@ -121,6 +122,7 @@ class LogMelConvFrontend(nn.Module):
         self.n_fft, self.hop = sample_rate // 40, sample_rate // 100  # 25 ms window, 10 ms hop
         self.group = 100 // embeds_per_second  # mel frames per embedding
         self.embeds_per_second = embeds_per_second
+        self.causal_granularity_ms = 1000 // embeds_per_second  # causal convolutions over whole frame groups
         self.n_mels = n_mels
         self.floor = floor
         self.config = {"hidden_size": hidden_size, "channels": channels, "n_mels": n_mels,

@@ -201,6 +201,10 @@ class HFUnitAdapter(ModelAdapter):
     def silence_depends_on_state(self) -> bool:
         return bool(getattr(self.frontend, "silence_depends_on_state", False))
 
+    @property
+    def causal_granularity_ms(self) -> int | None:
+        return getattr(self.frontend, "causal_granularity_ms", None)
+
     # ------------------------------------------------------------------------------------------ LLM
 
     def segment_length(self, segment) -> int:

@@ -41,7 +41,9 @@ class DeviceWork:
     barrier); a forward also says its ``query_tokens`` and ``context_tokens`` (what a cost profile charges)
     and its call (``segments``, ``tree``, ``logits_from``), so a shared device can run several sessions'
     forwards as one batched step (``ticktock.device``). ``hypothesis`` is what a draft forward extends
-    (the tokens of the hypothesis so far; empty for post-audio work): a draft scheduler may read it.
+    (the tokens of the hypothesis so far; empty for post-audio work): a draft scheduler may read it. An
+    encoding says ``audio_fraction``, the share of its chunk's audio it encodes (1 for a whole chunk; less for
+    a piece encoded as it arrives: ``IdleWindow.prefill_arrived``).
     """
 
     kind: str
@@ -51,6 +53,7 @@ class DeviceWork:
     context_tokens: int = 0
     call: tuple = ()
     hypothesis: tuple[int, ...] = field(default_factory=tuple)
+    audio_fraction: float = 1.0
 
 
 class WindowClosed(Exception):
@@ -73,8 +76,22 @@ class WorkDone:
 
 
 class Stopwatch(ABC):
+    waited_ms = 0.0  # time let pass with no work in this phase (``wait``)
+
     def __init__(self):
         self._wall_start = time.perf_counter()
+
+    def wait(self, ms: float) -> None:
+        """Let ``ms`` pass with no work: the device idles, e.g. while the next chunk's audio streams in during an
+        idle window. The phase's time (``elapsed_ms``) moves on by ``ms``; nothing runs, nothing sleeps, and it is
+        not charged as work (``waited_ms`` keeps the total)."""
+        if ms > 0:
+            self._advance(ms)
+            self.waited_ms += ms
+
+    def _advance(self, ms: float) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot let time pass without work (wait): a session sharing "
+                                  "a device is scheduled by the device")
 
     @abstractmethod
     def elapsed_ms(self) -> float:
@@ -94,15 +111,15 @@ class Stopwatch(ABC):
         wall = (time.perf_counter() - start) * 1000.0
         if work.kind == FORWARD:
             return WorkDone(result, wall, self.charge_forward(work.query_tokens, work.context_tokens, wall))
-        return WorkDone(result, wall, self.charge_encode(wall))
+        return WorkDone(result, wall, self.charge_encode(wall, work.audio_fraction))
 
     @abstractmethod
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         """Account one target forward; returns the milliseconds charged for it."""
 
     @abstractmethod
-    def charge_encode(self, wall_ms: float) -> float:
-        """Account one chunk's audio encoding; returns the milliseconds charged."""
+    def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
+        """Account one audio encoding of ``fraction`` of a chunk's audio; returns the milliseconds charged."""
 
     def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:
         """Account one batched step of several sessions' forwards, given as (query, context) tokens."""

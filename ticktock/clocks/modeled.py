@@ -7,6 +7,8 @@ A profile is a YAML file::
     device: NVIDIA A100 80GB
     provenance: "how the numbers were obtained (measured by `ticktock calibrate` / derived from ...)"
     encode_ms: 12.0                       # audio front-end, one chunk
+    encode_fixed_ms: 3.0                  # optional: the part of encoding a piece of a chunk that does not scale
+                                          #   with its length (a piece of fraction f costs 3 + 9 f; no field: 12)
     query_tokens:   [1, 4, 16, 64]        # grid rows
     context_tokens: [0, 2048, 8192]       # grid columns
     forward_ms:                           # forward_ms[i][j] = cost of query_tokens[i] at context_tokens[j]
@@ -70,13 +72,28 @@ class CostProfile:
     extra: dict = field(default_factory=dict)
     batch_sizes: list[int] | None = None
     batch_factor: list[float] | None = None
+    encode_fixed_ms: float | None = None  # the part of an encoding that does not scale with its audio (see encode_cost_ms)
 
     def __post_init__(self):
         problem = profile_problem({"query_tokens": self.query_tokens, "context_tokens": self.context_tokens,
                                    "forward_ms": self.forward_table, "encode_ms": self.encode_ms,
-                                   "batch_sizes": self.batch_sizes, "batch_factor": self.batch_factor})
+                                   "batch_sizes": self.batch_sizes, "batch_factor": self.batch_factor,
+                                   "encode_fixed_ms": self.encode_fixed_ms})
         if problem:
             raise ProfileError(f"profile {self.name}: field '{dotted(problem[0])}': {problem[1]}")
+
+    def encode_cost_ms(self, fraction: float = 1.0) -> float:
+        """Cost of encoding ``fraction`` of a chunk's audio. A whole chunk costs ``encode_ms``, whatever its length.
+        With ``encode_fixed_ms``, a piece of a chunk costs that fixed part plus its share of the rest; without it,
+        any encoding costs ``encode_ms``.
+
+            >>> p = CostProfile("p", [1], [0], [[10.0]], encode_ms=85.0, encode_fixed_ms=10.0)
+            >>> p.encode_cost_ms(), p.encode_cost_ms(0.3)
+            (85.0, 32.5)
+        """
+        if self.encode_fixed_ms is None or fraction >= 1.0:
+            return self.encode_ms
+        return self.encode_fixed_ms + (self.encode_ms - self.encode_fixed_ms) * max(0.0, fraction)
 
     def forward_ms(self, query_tokens: int, context_tokens: int) -> float:
         i, wi = _interp(self.query_tokens, query_tokens)
@@ -117,12 +134,13 @@ class CostProfile:
         return cost * factor
 
     @staticmethod
-    def constant(forward_ms: float, encode_ms: float = 0.0, batch_factor: float | None = None) -> "CostProfile":
+    def constant(forward_ms: float, encode_ms: float = 0.0, batch_factor: float | None = None,
+                 encode_fixed_ms: float | None = None) -> "CostProfile":
         """Every forward costs ``forward_ms`` (tests); ``batch_factor``: a batched step of any size costs
-        ``forward_ms`` times it."""
+        ``forward_ms`` times it; ``encode_fixed_ms``: see ``encode_cost_ms``."""
         batch = {} if batch_factor is None else {"batch_sizes": [1, 2], "batch_factor": [1.0, batch_factor]}
         return CostProfile("constant", [1], [0], [[forward_ms]], encode_ms=encode_ms, provenance="constant (tests)",
-                           **batch)
+                           encode_fixed_ms=encode_fixed_ms, **batch)
 
     @staticmethod
     def load(path: str | Path) -> "CostProfile":
@@ -162,6 +180,7 @@ class CostProfile:
             extra={k: v for k, v in data.items() if k not in _KNOWN},
             batch_sizes=list(data["batch_sizes"]) if data.get("batch_sizes") is not None else None,
             batch_factor=[float(v) for v in data["batch_factor"]] if data.get("batch_factor") is not None else None,
+            encode_fixed_ms=float(data["encode_fixed_ms"]) if data.get("encode_fixed_ms") is not None else None,
         )
 
     def to_yaml(self) -> str:
@@ -173,6 +192,7 @@ class CostProfile:
             "device": self.device,
             "provenance": self.provenance,
             "encode_ms": round(self.encode_ms, 4),
+            **({"encode_fixed_ms": round(self.encode_fixed_ms, 4)} if self.encode_fixed_ms is not None else {}),
             "query_tokens": self.query_tokens,
             "context_tokens": self.context_tokens,
             "forward_ms": [[round(v, 4) for v in row] for row in self.forward_table],
@@ -184,7 +204,7 @@ class CostProfile:
 
 
 _KNOWN = {"name", "model", "device", "provenance", "encode_ms", "query_tokens", "context_tokens", "forward_ms",
-          "batch_sizes", "batch_factor"}
+          "batch_sizes", "batch_factor", "encode_fixed_ms"}
 
 
 def profile_problem(data: dict) -> tuple[tuple, str] | None:
@@ -192,7 +212,7 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
 
     Checked: ``query_tokens`` (integers >= 1) and ``context_tokens`` (integers >= 0) are non-empty and
     increasing; ``forward_ms`` is one row per query length of one value per context length; every cost
-    (``forward_ms``, ``encode_ms``) is a finite number >= 0.
+    (``forward_ms``, ``encode_ms``) is a finite number >= 0, and ``encode_fixed_ms`` (optional) at most ``encode_ms``.
 
     Example::
 
@@ -225,6 +245,9 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
     encode = data.get("encode_ms", 0.0)
     if not _is_cost(encode):
         return ("encode_ms",), f"must be a finite number >= 0 (milliseconds), got {encode!r}"
+    fixed = data.get("encode_fixed_ms")
+    if fixed is not None and not (_is_cost(fixed) and fixed <= encode):
+        return ("encode_fixed_ms",), f"must be null or a number from 0 to encode_ms = {encode!r} (milliseconds), got {fixed!r}"
     return _batch_problem(data.get("batch_sizes"), data.get("batch_factor"))
 
 
@@ -310,14 +333,18 @@ class ModeledStopwatch(Stopwatch):
     def elapsed_ms(self) -> float:
         return self.total
 
+    def _advance(self, ms: float) -> None:
+        self.total += ms
+
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         cost = self.profile.forward_ms(query_tokens, context_tokens)
         self.total += cost
         return cost
 
-    def charge_encode(self, wall_ms: float) -> float:
-        self.total += self.profile.encode_ms
-        return self.profile.encode_ms
+    def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
+        cost = self.profile.encode_cost_ms(fraction)
+        self.total += cost
+        return cost
 
     def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:
         cost = self.profile.batch_forward_ms(shapes)

@@ -19,10 +19,13 @@ class WallStopwatch(Stopwatch):
         self.synchronize()
         return (time.perf_counter() - self.start) * 1000.0
 
+    def _advance(self, ms: float) -> None:
+        self.start -= ms / 1000.0  # measured time so far plus the time let pass
+
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         return wall_ms
 
-    def charge_encode(self, wall_ms: float) -> float:
+    def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
         return wall_ms
 
     def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:

@@ -68,10 +68,15 @@ class ChunkInputs:
     head: list[int]
     tail: list[int] = field(default_factory=list)
     audio: Segment | None = None
+    prefilled_samples: int = 0  # early prefill: the chunk's first samples, already encoded and in the cache
+    head_fed_at: int | None = None  # early prefill: the cache position where ``head`` was fed (None: not yet)
 
     def segments(self, audio: Segment | None = None) -> list:
+        """What is still to be fed for this chunk: ``head`` (unless early prefill fed it), the audio (the rest of
+        it after an early prefill), ``tail``."""
         audio = self.audio if audio is None else audio
-        return [s for s in (self.head, audio, self.tail) if s is not None and len(s)]
+        head = self.head if self.head_fed_at is None else None
+        return [s for s in (head, audio, self.tail) if s is not None and len(s)]
 
 
 @dataclass
@@ -172,6 +177,10 @@ class ChunkCounters:
     Silence-draft outcome (``record_silence_draft``; SL and the oracle probe): ``draft_full_match`` (the
     draft was complete and equals the output) and ``first_token_changed``; None for other decoders.
 
+    The chunk's audio arriving during its idle window: ``window_waited_ms`` (time let pass with no work, waiting
+    for it), ``prefilled_ms`` (its audio fed into the cache early); SL's ``hypotheses_drafted`` and
+    ``draft_arrived_fraction`` (real audio in the hypothesis whose draft the audio pass accepted).
+
     Example::
 
         >>> c = ChunkCounters(); c.record_silence_draft([3, 9, 4], complete=True, output=[3, 9, 4]); c.draft_full_match
@@ -193,6 +202,10 @@ class ChunkCounters:
     context_tokens: int = 0
     evicted_tokens: int = 0
     device_wait_ms: float = 0.0
+    window_waited_ms: float = 0.0
+    prefilled_ms: float = 0.0
+    hypotheses_drafted: int | None = None
+    draft_arrived_fraction: float | None = None
 
     def count_forward(self, phase: str, query_tokens: int, waited_ms: float = 0.0) -> None:
         if phase == POST_AUDIO:
@@ -246,25 +259,31 @@ class Phase:
         """The session's text tokens before this chunk's output (audio excluded; read-only)."""
         return self.state.history
 
-    def forward(self, segments, tree: TreeLayout | None = None, logits_from: int = 0, draft_tokens: int = 0):
+    def forward(self, segments, tree: TreeLayout | None = None, logits_from: int = 0, draft_tokens: int = 0,
+                phase: str | None = None):
+        """One target forward through this phase's stopwatch, logged (``phase``: the log's label, default this
+        phase's; an early prefill in an idle window is logged as ``early_prefill``)."""
         adapter = self.adapter
         context = adapter.cache_length
         query = sum(adapter.segment_length(s) for s in segments)
         work = DeviceWork(FORWARD, lambda: adapter.forward(segments, tree, logits_from), adapter, query, context,
                           call=(segments, tree, logits_from), hypothesis=self._hypothesis())
         done = self.stopwatch.run(work)
-        self.state.forwards.append(ForwardRecord(self.chunk_index, self.phase_name, query, context, done.wall_ms,
-                                                 done.charged_ms, 0, draft_tokens, tree is not None, done.batch_size,
-                                                 done.waited_ms))
+        self.state.forwards.append(ForwardRecord(self.chunk_index, phase or self.phase_name, query, context,
+                                                 done.wall_ms, done.charged_ms, 0, draft_tokens, tree is not None,
+                                                 done.batch_size, done.waited_ms))
         self.counters.count_forward(self.phase_name, query, done.waited_ms)
         return done.result
 
     def _hypothesis(self) -> tuple[int, ...]:
         return ()
 
-    def encode(self, samples, peek: bool = False):
+    def encode(self, samples, peek: bool = False, fraction: float = 1.0):
+        """Encode audio through this phase's stopwatch (``peek``: without advancing the front-end); ``fraction``:
+        the share of the chunk's audio it is (what a cost profile charges for a piece: ``encode_fixed_ms``)."""
         adapter = self.adapter
-        work = DeviceWork(ENCODE, lambda: adapter.peek_audio(samples) if peek else adapter.encode_audio(samples), adapter)
+        work = DeviceWork(ENCODE, lambda: adapter.peek_audio(samples) if peek else adapter.encode_audio(samples), adapter,
+                          audio_fraction=fraction)
         done = self.stopwatch.run(work)
         self.encode_wall_ms += done.wall_ms
         if self.phase_name == POST_AUDIO:
@@ -362,6 +381,43 @@ def _layout(prefix_length: int, draft: DraftTree) -> TreeLayout:
     return TreeLayout(tuple(parents))
 
 
+class ArrivingAudio:
+    """The next chunk's audio as it streams in during the idle window before it: only what has arrived.
+
+    The window opens ``budget_ms`` before the chunk's audio is complete, so at ``elapsed_ms`` into the window
+    (on the run's clock: the modeled charges, or measured wall time) the chunk's first
+    ``duration_ms - budget_ms + elapsed_ms`` of audio have arrived (all of it once the window is over). The
+    samples are private: ``arrived`` returns a copy of the arrived ones, never a sample from later.
+
+    Example (a 1 s chunk, a window of 600 ms: 400 ms of its audio have already arrived when it opens)::
+
+        >>> import numpy as np
+        >>> audio = ArrivingAudio(np.arange(16000, dtype=np.float32), budget_ms=600.0)
+        >>> audio.arrived_ms(0.0), audio.arrived_ms(250.0), len(audio.arrived(250.0)), audio.arrived_ms(900.0)
+        (400.0, 650.0, 10400, 1000.0)
+    """
+
+    def __init__(self, samples, budget_ms: float, sample_rate: int = 16_000):
+        import numpy as np
+
+        self._samples = np.asarray(samples, dtype=np.float32)
+        self.sample_rate = sample_rate
+        self.num_samples = len(self._samples)
+        self.duration_ms = 1000.0 * self.num_samples / sample_rate
+        self.opened_at_ms = max(0.0, self.duration_ms - budget_ms)  # chunk time when the window opened
+
+    def arrived_ms(self, elapsed_ms: float) -> float:
+        return min(self.duration_ms, max(0.0, self.opened_at_ms + elapsed_ms))
+
+    def samples_by(self, chunk_ms: float) -> int:
+        """How many of the chunk's samples have arrived at ``chunk_ms`` into the chunk."""
+        return min(self.num_samples, int(chunk_ms * self.sample_rate // 1000))
+
+    def arrived(self, elapsed_ms: float, start: int = 0):
+        """A copy of the arrived samples from ``start`` on, at ``elapsed_ms`` into the window."""
+        return self._samples[start: max(start, self.samples_by(self.arrived_ms(elapsed_ms)))].copy()
+
+
 class IdleWindow(Phase):
     """The idle time after a chunk is done, before the next chunk's audio arrives; drafts that chunk.
 
@@ -370,14 +426,20 @@ class IdleWindow(Phase):
     carried into that chunk's post-audio latency by the engine. On a device shared with other sessions a
     forward or encoding here may raise ``ticktock.clocks.base.WindowClosed`` instead of running (the chunk's
     audio arrived while it waited); the engine rolls the model state back if the decoder does not catch it.
+
+    The chunk's audio streams in while the window runs (``arriving``, an ``ArrivingAudio``): ``arrived_audio``
+    is what has arrived by now on the run's clock, ``wait_for_audio`` lets time pass until more has, and
+    ``prefill_arrived`` feeds its final embeddings into the cache (early prefill).
     """
 
     phase_name = DRAFT
 
-    def __init__(self, state, chunk_index: int, stopwatch: Stopwatch, budget_ms: float, next_samples: int):
+    def __init__(self, state, chunk_index: int, stopwatch: Stopwatch, budget_ms: float, next_samples: int,
+                 arriving: ArrivingAudio | None = None):
         super().__init__(state, chunk_index, stopwatch)
         self.budget_ms = budget_ms
         self.next_samples = next_samples
+        self.arriving = arriving
 
     @property
     def next_inputs(self) -> ChunkInputs:
@@ -385,6 +447,75 @@ class IdleWindow(Phase):
 
     def remaining_ms(self) -> float:
         return self.budget_ms - self.elapsed_ms()
+
+    # ---------------------------------------------------------------------------- arriving audio
+
+    def arrived_ms(self) -> float:
+        """Milliseconds of the next chunk's audio that have arrived by now (0 when the window has no audio)."""
+        return self.arriving.arrived_ms(self.elapsed_ms()) if self.arriving is not None else 0.0
+
+    def arrived_audio(self, start: int = 0):
+        """The samples of the next chunk that have arrived by now, from sample ``start`` on (a copy)."""
+        if self.arriving is None:
+            raise ValueError("this idle window has no arriving audio")
+        return self.arriving.arrived(self.elapsed_ms(), start)
+
+    def wait_for_audio(self, chunk_ms: float, reserve_ms: float = 0.0) -> bool:
+        """Let time pass with no work until ``chunk_ms`` of the next chunk's audio have arrived, keeping
+        ``reserve_ms`` of the window for the work to follow; False (and no wait) when that does not fit before
+        the window's end."""
+        needed = max(0.0, chunk_ms - self.arrived_ms())
+        if needed + reserve_ms >= self.remaining_ms():
+            return False
+        self.stopwatch.wait(needed)
+        return True
+
+    def follow_audio(self, every_ms: float, step) -> int:
+        """Call ``step()`` each time another ``every_ms`` of the next chunk's audio has arrived, while the window
+        lasts; time passes with no work in between. A step starts only when one as costly as the last one still
+        ends before the window does (nothing is carried into the chunk's latency by waiting). Returns the steps run.
+
+        Example: early prefill every 200 ms of audio (``Decoder.idle``)::
+
+            window.follow_audio(200.0, window.prefill_arrived)
+        """
+        steps, cost = 0, 0.0
+        mark = self.arrived_ms()
+        while self.wait_for_audio(mark + every_ms, reserve_ms=cost):
+            began, mark = self.elapsed_ms(), self.arrived_ms()
+            step()
+            cost, steps = self.elapsed_ms() - began, steps + 1
+        return steps
+
+    @property
+    def unfed_samples(self) -> int:
+        """Samples of the next chunk not in the cache yet (all of them unless early prefill fed some)."""
+        return self.next_samples - self.inputs.prefilled_samples
+
+    def prefill_arrived(self) -> int:
+        """Early prefill: feed the next chunk's embeddings that are final by now into the cache, committed (they
+        are what its post-audio pass would feed), with the chunk's head first if not fed yet. Only for an adapter
+        whose front-end is causal at ``causal_granularity_ms``; the chunk's last piece is always left to the
+        post-audio pass (it completes when the window ends). One encoding (charged by its share of the chunk)
+        and one forward, logged as ``early_prefill``; returns the samples fed (0: nothing new was final)."""
+        granularity = self.adapter.causal_granularity_ms
+        if not granularity or self.arriving is None:
+            return 0
+        inputs = self.inputs
+        final = min(int(self.arrived_ms() // granularity), int(self.arriving.duration_ms // granularity) - 1)
+        upto = self.arriving.samples_by(final * granularity)
+        if upto <= inputs.prefilled_samples:
+            return 0
+        samples = self.arrived_audio(inputs.prefilled_samples)[: upto - inputs.prefilled_samples]
+        embeds = self.encode(samples, fraction=len(samples) / self.next_samples)
+        start = self.adapter.cache_length
+        segments = [inputs.head, embeds] if inputs.head_fed_at is None else [embeds]
+        length = sum(self.adapter.segment_length(s) for s in segments)
+        self.forward(segments, logits_from=length, phase="early_prefill")
+        if inputs.head_fed_at is None:
+            inputs.head_fed_at = start
+        inputs.prefilled_samples = upto
+        return len(samples)
 
     def silence(self, fresh: bool = False):
         """Embeddings of a chunk of silence for the next chunk.
@@ -397,9 +528,22 @@ class IdleWindow(Phase):
         """
         import numpy as np
 
-        if fresh or self.adapter.silence_depends_on_state:
-            return self.encode(np.zeros(self.next_samples, dtype=np.float32), peek=True)
+        unfed = self.unfed_samples  # all of the chunk, unless early prefill fed its first part
+        if fresh or self.adapter.silence_depends_on_state or unfed < self.next_samples:
+            return self.encode(np.zeros(unfed, dtype=np.float32), peek=True, fraction=unfed / self.next_samples)
         return self.adapter.silence_audio(self.next_samples)
+
+    def partial_audio(self):
+        """Embeddings of the "arrived audio + silence" hypothesis of the next chunk's part not in the cache yet:
+        its samples that have arrived, then zeros to the chunk's end, encoded from the current streaming state and
+        rolled back (one encoding, charged to this window); and the milliseconds of audio it holds."""
+        import numpy as np
+
+        arrived = self.arrived_audio(self.inputs.prefilled_samples)
+        unfed = self.unfed_samples
+        hypothesis = np.zeros(unfed, dtype=np.float32)
+        hypothesis[: len(arrived)] = arrived
+        return self.encode(hypothesis, peek=True, fraction=unfed / self.next_samples), self.arrived_ms()
 
     def decoding(self, output: Sequence[int] = ()) -> ChunkStep:
         """A hypothesis decoding of the next chunk in this window (forwards logged as ``draft``).
@@ -430,8 +574,8 @@ class DecoderSettings:
         >>> @dataclass(frozen=True)
         ... class Knobs(DecoderSettings):
         ...     width: int = knob(4, int, minimum=1)
-        >>> Knobs.parse({"width": 2})
-        Knobs(width=2)
+        >>> Knobs.parse({"width": 2}).width
+        2
         >>> Knobs.parse({"width": 0})
         Traceback (most recent call last):
         ...
@@ -439,8 +583,13 @@ class DecoderSettings:
         >>> Knobs.parse({"depth": 2})
         Traceback (most recent call last):
         ...
-        ticktock.decoders.base.DecoderConfigError: decoder.depth: unknown setting (known: width)
+        ticktock.decoders.base.DecoderConfigError: decoder.depth: unknown setting (known: early_prefill, prefill_every_ms, width)
     """
+
+    # Every decoder's: early prefill of the next chunk's final audio embeddings in the idle window (beyond the
+    # paper; only for an adapter whose front-end is causal below a chunk: ``ModelAdapter.causal_granularity_ms``).
+    early_prefill: bool = knob(False, bool)
+    prefill_every_ms: float = knob(200.0, float, minimum=1.0)  # feed what is final each time this much more arrived
 
     def __post_init__(self):
         for spec in fields(self):
@@ -511,7 +660,16 @@ class Decoder:
         """Feedback after each verify forward (e.g. update n-gram pools)."""
 
     def idle(self, window: IdleWindow) -> None:
-        """Optional work in the idle window."""
+        """Optional work in the idle window. By default, with ``early_prefill``: feed the next chunk's embeddings
+        into the cache as they become final (``IdleWindow.prefill_arrived``), every ``prefill_every_ms`` of audio."""
+        if self.settings.early_prefill:
+            window.prefill_arrived()
+            window.follow_audio(self.settings.prefill_every_ms, window.prefill_arrived)
+
+    @property
+    def waits_for_audio(self) -> bool:
+        """True when the decoder lets time pass in idle windows waiting for audio (``IdleWindow.wait_for_audio``)."""
+        return self.settings.early_prefill
 
     def describe(self) -> dict:
         return {"name": self.name, **asdict(self.settings)}

@@ -47,7 +47,7 @@ Example::
 
     >>> decoder = LookaheadDecoder(level=5, window=7, guess=7)
     >>> decoder.describe()
-    {'name': 'lookahead', 'level': 5, 'window': 7, 'guess': 7, 'seed': 10}
+    {'name': 'lookahead', 'early_prefill': False, 'prefill_every_ms': 200.0, 'level': 5, 'window': 7, 'guess': 7, 'seed': 10}
 """
 
 from __future__ import annotations

@@ -91,19 +91,46 @@ def realigned_tails(result: Verification, limit: int) -> list[list[int]]:
 
 @dataclass
 class Hypotheses:
-    """The drafts made for one chunk: the main silence draft and the first-token branches."""
+    """The drafts made for one chunk: the main draft and the first-token branches made under silence, and with
+    partial-audio hypotheses the main drafts re-made as the chunk's audio arrived (``earlier``: the mains they
+    replaced, newest first, each with the milliseconds of real audio its hypothesis held)."""
 
     main: list[int] = field(default_factory=list)
     main_complete: bool = False
     branches: list[list[int]] = field(default_factory=list)
     fresh: bool = True
+    source: str = "silence"  # what the main draft was made under: silence, or partial (arrived audio + silence)
+    arrived_ms: float = 0.0  # real audio in the main draft's hypothesis
+    duration_ms: float = 1000.0  # the chunk's audio
+    earlier: list[tuple[list[int], str, float]] = field(default_factory=list)
 
     def tree(self) -> DraftTree:
         tree = DraftTree()
-        tree.add_chain(self.main, source="silence" if self.fresh else "pool")
+        tree.add_chain(self.main, source=self.source if self.fresh else "pool")
         for rank, branch in enumerate(self.branches):
             tree.add_chain(branch, source="runner_up" if rank == 0 else "branch")
+        for tokens, source, _ in self.earlier:
+            tree.add_chain(tokens, source=source)
         return tree
+
+    def replace_main(self, tokens: list[int], complete: bool, arrived_ms: float) -> None:
+        """A new main draft under a partial-audio hypothesis; the old main stays in the tree as an earlier one."""
+        self.earlier.insert(0, (self.main, self.source, self.arrived_ms))
+        self.main, self.main_complete, self.source, self.arrived_ms = tokens, complete, "partial", arrived_ms
+
+    @property
+    def drafted(self) -> int:
+        """Hypotheses drafted for the chunk: the main drafts (silence, then each partial one) and the branches."""
+        return 1 + len(self.earlier) + len(self.branches)
+
+    def arrived_fraction(self, accepted: list[int]) -> float | None:
+        """The share of real audio in the newest hypothesis whose draft starts with the ``accepted`` tokens."""
+        if not accepted:
+            return None
+        for tokens, _, arrived in [(self.main, self.source, self.arrived_ms), *self.earlier]:
+            if tokens[: len(accepted)] == accepted:
+                return arrived / self.duration_ms if self.duration_ms else 0.0
+        return 0.0  # a runner-up branch: drafted under silence
 
 
 @dataclass(frozen=True)
@@ -121,6 +148,10 @@ class SpecListenSettings(DecoderSettings):
     realign: bool = knob(False, bool)
     lookup_branches: int = knob(1, int, minimum=1)
     lookup_tools: bool = knob(False, bool)
+    hypothesis: str = knob("silence", str, choices=("silence", "partial"))
+    redraft_policy: str = knob("interval", str, choices=("interval", "speech", "first_token"))
+    redraft_every_ms: float = knob(200.0, float, minimum=1.0)
+    redraft_speech_dbfs: float = knob(-45.0, float)
 
     def check(self) -> None:
         if self.draft_with_pool and not self.pool:
@@ -148,7 +179,13 @@ class SpeculativeListeningDecoder(Decoder):
 
     # ------------------------------------------------------------------------------- idle window
 
+    @property
+    def waits_for_audio(self) -> bool:
+        return self.settings.early_prefill or self.settings.hypothesis == "partial"
+
     def idle(self, window: IdleWindow) -> None:
+        if self.settings.early_prefill:
+            window.prefill_arrived()  # what is final already, before drafting the rest
         adapter = window.adapter
         state = adapter.snapshot()
         try:
@@ -163,7 +200,64 @@ class SpeculativeListeningDecoder(Decoder):
         for draft in [hypotheses.main, *hypotheses.branches]:
             if self.settings.pool:
                 self.pool.add(draft)
+        hypotheses.duration_ms = window.arriving.duration_ms if window.arriving is not None else 1000.0
         self.pending = hypotheses
+        if self.waits_for_audio:
+            every = self.settings.redraft_every_ms if self.settings.hypothesis == "partial" else self.settings.prefill_every_ms
+            window.follow_audio(every, lambda: self._on_audio(window, hypotheses))
+
+    # ------------------------------------------------------------------ as the chunk's audio arrives
+
+    def _on_audio(self, window: IdleWindow, hypotheses: Hypotheses) -> None:
+        """One step while the next chunk's audio arrives: early prefill of what is final, then (partial
+        hypotheses) a new main draft under "arrived audio + silence" when the re-draft policy says so."""
+        if self.settings.early_prefill:
+            window.prefill_arrived()
+        if self.settings.hypothesis != "partial" or not self._redraft_due(window, hypotheses):
+            return
+        adapter = window.adapter
+        state = adapter.snapshot()
+        try:
+            redrafted = self._redraft(window, hypotheses)
+        except WindowClosed:
+            redrafted = None
+        adapter.restore(state)
+        if redrafted is not None:
+            tokens, complete, arrived = redrafted
+            if self.settings.draft_with_pool and not complete:
+                tokens += self._pool_draft(tokens, window.protocol)
+            if self.settings.pool:
+                self.pool.add(tokens)
+            hypotheses.replace_main(tokens, complete, arrived)
+
+    def _redraft_due(self, window: IdleWindow, hypotheses: Hypotheses) -> bool:
+        """``interval``: every step; ``speech``: when the audio arrived since the last hypothesis holds speech energy
+        (RMS at least ``redraft_speech_dbfs``); ``first_token``: every step, but a re-draft stops after its first
+        forward when the first token stays the same (``_redraft``)."""
+        if self.settings.redraft_policy != "speech":
+            return True
+        import numpy as np
+
+        start = window.arriving.samples_by(hypotheses.arrived_ms)
+        new = window.arrived_audio(start)
+        level = 20.0 * np.log10(float(np.sqrt(np.mean(np.square(new)))) + 1e-10) if len(new) else -np.inf
+        return level >= self.settings.redraft_speech_dbfs
+
+    def _redraft(self, window: IdleWindow, hypotheses: Hypotheses):
+        """The main draft again under the hypothesis "the audio that has arrived, then silence" (encoded from the
+        current streaming state, then rolled back), its first forward verifying the previous main draft; returns
+        (tokens, complete, real audio ms in the hypothesis), or None when the window ended first."""
+        audio, arrived = window.partial_audio()
+        if window.remaining_ms() <= 0:
+            return None
+        hypothesis = window.decoding()
+        previous = DraftTree()
+        previous.add_chain(hypotheses.main, source=hypotheses.source)
+        first = hypothesis.verify(window.next_inputs.segments(audio), self._trimmed(previous, hypothesis))
+        if self.settings.redraft_policy == "first_token" and first.committed[:1] == hypotheses.main[:1]:
+            return None  # the first token would not change: the previous draft stays the main one
+        self._extend(window, hypothesis)
+        return hypothesis.output, hypothesis.done, arrived
 
     def _draft(self, window: IdleWindow, state) -> Hypotheses:
         """The silence draft (main), then the runner-up branches while the window lasts."""
@@ -205,12 +299,17 @@ class SpeculativeListeningDecoder(Decoder):
         self.pending = None
         tree = self._trimmed(hypotheses.tree(), step) if hypotheses else None
         result = step.verify(step.inputs.segments(), tree)
+        audio_pass = result
         while not step.done:
             room = step.protocol.max_tokens_per_chunk - len(step.output) - 1
             result = step.verify([[step.output[-1]]], self._next_draft(step, room, result))
-        if hypotheses is not None and hypotheses.main:
+        if hypotheses is not None and hypotheses.main:  # the main draft: under silence, or the latest partial one
             complete = hypotheses.fresh and hypotheses.main_complete
             step.counters.record_silence_draft(hypotheses.main, complete, step.output)
+        if hypotheses is not None:
+            step.counters.hypotheses_drafted = hypotheses.drafted
+            accepted = audio_pass.committed[: len(audio_pass.accepted_nodes)]
+            step.counters.draft_arrived_fraction = hypotheses.arrived_fraction(accepted)
 
     def _stale_hypotheses(self) -> Hypotheses | None:
         if not (self.settings.pool and self.settings.draft_with_pool and len(self.pool)):

@@ -15,7 +15,8 @@ chunks.parquet, one row per session chunk:
     draft_source        source of the draft tokens accepted in the audio pass: silence, runner_up, branch,
                         pool (SL), pld, recycling, lookahead; "none": a draft was offered, nothing accepted;
                         null: no draft was offered
-    draft_full_match    the chunk's silence draft was complete and equals the output (SL, oracle probe; else null)
+    draft_full_match    the chunk's silence draft was complete and equals the output (SL, oracle probe; else null);
+                        with partial-audio hypotheses, the chunk's latest main draft
     first_token_changed the output's first token differs from the silence draft's (SL, oracle probe; else null)
     window_*            the idle window that drafted THIS chunk, before its audio arrived: window_budget_ms
                         (0: none, the previous chunk lagged), window_used_ms charged, window_wall_ms measured,
@@ -25,14 +26,21 @@ chunks.parquet, one row per session chunk:
     concurrency         sessions sharing the device in this run (concurrency.sessions; 1: a session alone)
     session_slot        the session's slot among them (0 .. concurrency - 1)
     device_wait_ms      time the chunk's post-audio work waited for the device while other sessions' work ran
+    window_waited_ms    time its idle window let pass with no work, waiting for the chunk's audio to arrive
+                        (window_used_ms counts work only)
+    prefilled_ms        audio of the chunk fed into the cache early, in its idle window (early_prefill; else 0)
+    hypotheses_drafted  drafts made for the chunk in its idle window (SL: main drafts under silence and under
+                        partial audio, and first-token branches; else null)
+    draft_arrived_fraction  share of real audio (arrived by then) in the hypothesis whose draft the audio pass
+                        accepted (0: drafted under silence; null: no draft accepted)
 
 sessions.parquet, one row per completed session:
     concurrency, session_slot: as in chunks; start_ms: the session's start on the shared device's time
     manifest_sha256     SHA-256 of the session's manifest line (canonical JSON); audio_sha256: of its audio file's
                         bytes. A resumed run replays a session whose digests changed (``ticktock.results.fingerprint``)
 
-forwards.parquet, one row per target forward (phase "post_audio" or "draft"; draft rows are attributed
-to the chunk they draft); batch_size: sessions whose forwards ran in the same device step (charged_ms is
+forwards.parquet, one row per target forward (phase "post_audio", "draft", or "early_prefill": the chunk's
+final audio fed in its idle window; draft and early-prefill rows are attributed to the chunk they are for); batch_size: sessions whose forwards ran in the same device step (charged_ms is
 that step's cost); device_wait_ms: time the forward waited for the device while other sessions' work ran.
 """
 
@@ -40,7 +48,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns
+SCHEMA_VERSION = 4  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
+                    # 4: arriving audio (window_waited_ms, prefilled_ms, hypotheses_drafted, draft_arrived_fraction)
 
 IDENTITY = [
     pa.field("run_id", pa.string()),
@@ -91,6 +100,10 @@ CHUNKS = pa.schema(
         pa.field("concurrency", pa.int32()),
         pa.field("session_slot", pa.int32()),
         pa.field("device_wait_ms", pa.float64()),
+        pa.field("window_waited_ms", pa.float64()),
+        pa.field("prefilled_ms", pa.float64()),
+        pa.field("hypotheses_drafted", pa.int32()),
+        pa.field("draft_arrived_fraction", pa.float64()),
     ]
 )
 
@@ -158,6 +171,10 @@ COUNTER_COLUMNS = {
     "context_tokens": "context_tokens",
     "evicted_tokens": "evicted_tokens",
     "device_wait_ms": "device_wait_ms",
+    "window_waited_ms": "window_waited_ms",
+    "prefilled_ms": "prefilled_ms",
+    "hypotheses_drafted": "hypotheses_drafted",
+    "draft_arrived_fraction": "draft_arrived_fraction",
 }
 
 

@@ -29,6 +29,7 @@ ABLATION = {
     "speclisten_runnerup": "+ runner-up branch",
     "speclisten": "+ hypothesis pool (full SL)",
     "speclisten_plus": "beyond the paper: top-3 first-token tree, pool while drafting, lookup trees, tool-schema drafts",
+    "speclisten_stream": "beyond the paper: speclisten_plus + partial-audio hypotheses + early prefill",
 }
 LLAMA_TASK = "llama_questions"
 PAPER_COLUMNS = ("paper columns: the paper's value for the matching decoder (a range over its four models where it "
