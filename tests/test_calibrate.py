@@ -28,6 +28,8 @@ def test_calibrate_writes_a_loadable_measured_profile(calibrated):
     assert profile.query_tokens == [1, 8] and profile.context_tokens == [0, 64]
     assert all(v > 0 for row in profile.forward_table for v in row) and profile.encode_ms > 0
     assert profile.provenance.startswith("MEASURED") and "fixture" in profile.model
+    # the fixture's front-end is causal at 100 ms: the fixed part of encoding a piece is measured (early prefill)
+    assert profile.encode_fixed_ms is not None and 0.0 <= profile.encode_fixed_ms <= profile.encode_ms
 
 
 def test_calibrate_measures_batch_factors(calibrated):

@@ -76,3 +76,21 @@ def test_profiles_built_in_code_are_checked_too():
         CostProfile("p", [1], [0], [[-100.0]])
     with pytest.raises(ProfileError, match=r"profile c: field 'encode_ms': must be a finite number >= 0"):
         CostProfile("c", [1], [0], [[1.0]], encode_ms=float("inf"))
+
+
+def test_a_piece_of_a_chunk_costs_the_fixed_part_and_its_share_of_the_rest():
+    watch = ModeledClock(CostProfile.constant(20.0, encode_ms=85.0, encode_fixed_ms=16.5)).stopwatch()
+    assert watch.charge_encode(wall_ms=1.0) == 85.0 and watch.charge_encode(1.0, fraction=0.2) == pytest.approx(30.2)
+    plain = ModeledClock(CostProfile.constant(20.0, encode_ms=85.0)).stopwatch()
+    assert plain.charge_encode(1.0, fraction=0.2) == 85.0  # no encode_fixed_ms: every encoding costs encode_ms
+    with pytest.raises(ProfileError, match="encode_fixed_ms': must be null or a number from 0 to encode_ms = 85.0"):
+        CostProfile.constant(20.0, encode_ms=85.0, encode_fixed_ms=90.0)
+    shipped = CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml"))
+    assert (shipped.encode_ms, shipped.encode_fixed_ms) == (85.0, 16.5)
+
+
+def test_a_stopwatch_lets_time_pass_without_work():
+    watch = ModeledClock(CostProfile.constant(20.0)).stopwatch()
+    watch.charge_forward(1, 0, wall_ms=0.1)
+    watch.wait(130.0)
+    assert watch.elapsed_ms() == 150.0 and watch.waited_ms == 130.0
