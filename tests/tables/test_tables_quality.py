@@ -78,3 +78,43 @@ def test_a_distance_metric_is_shown_as_a_mean_not_a_rate():
     counts = Counter(backchannel_jsd_hits=0.5 + 0.25, backchannel_jsd_trials=2, qa_hits=1, qa_trials=2)
     assert _rate_text(counts, "backchannel_jsd", interval=True) == "0.375 (mean of 2)"
     assert _rate_text(counts, "qa", interval=False) == "50.0% (1/2)"
+
+
+def in_bf16(folder):
+    """The run as a bf16 / sdpa run of the model would record it (run.json's model facts)."""
+    meta = json.loads((folder / "run.json").read_text())
+    meta["environment"]["model"].update(dtype="bfloat16", attn_implementation="sdpa")
+    (folder / "run.json").write_text(json.dumps(meta))
+
+
+def test_a_bf16_divergence_is_reported_with_its_first_point_and_quality_not_failed(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["Paris"] * 10)
+    qa_run(tmp_path / "sl", "speclisten", ["Paris"] * 9 + ["Rome"])
+    for name in ("ar", "sl"):
+        in_bf16(tmp_path / name)
+    results = load_results([str(tmp_path)])
+    table = losslessness_table(results)
+    [row] = table.frame.to_dict("records")
+    assert row["arithmetic"] == "bfloat16/sdpa" and row["status"] == "diverged (inexact arithmetic)"
+    assert row["identical"] == 9 and row["first difference (session/chunk)"] == "s9/0"
+    assert row["quality vs baseline (95% CI)"] == "no difference"  # 9/10 vs 10/10: the intervals overlap
+    assert table.failures == []
+    assert quality_table(results).failures == []  # greedy, but not exact arithmetic: reported (≠), not failed
+    assert "≠ar" in quality_table(results).frame.set_index("decoder").loc["speclisten", "qa"]
+
+
+def test_a_bf16_divergence_that_changes_quality_says_which_metric(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["Paris"] * 30)
+    qa_run(tmp_path / "sl", "speclisten", ["Paris"] * 10 + ["Rome"] * 20)
+    for name in ("ar", "sl"):
+        in_bf16(tmp_path / name)
+    [row] = losslessness_table(load_results([str(tmp_path)])).frame.to_dict("records")
+    assert row["quality vs baseline (95% CI)"] == "qa 33.3% vs 100.0%"
+
+
+def test_an_fp32_divergence_beside_a_bf16_baseline_is_not_exact(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["Paris", "Paris"])
+    qa_run(tmp_path / "sl", "speclisten", ["Paris", "Rome"])
+    in_bf16(tmp_path / "ar")
+    [row] = losslessness_table(load_results([str(tmp_path)])).frame.to_dict("records")
+    assert row["arithmetic"] == "float32/eager (baseline bfloat16/sdpa)" and row["status"] == "diverged (inexact arithmetic)"
