@@ -64,7 +64,8 @@ def build_tables(results: Results, baseline: str = "ar") -> Built:
     data4a, data4b = analysis.fig4a_data(results), analysis.fig4b_data(results, baseline)
     data4c = analysis.fig4c_data(results, baseline)
     tables = [table(results, baseline) for table in HEADLINE]
-    tables += [compute.max_lag_table(results, baseline), compute.ablation_table(results, baseline),
+    tables += [compute.composition_table(results), compute.max_lag_table(results, baseline),
+               compute.ablation_table(results, baseline),
                analysis.acceptance_table(results), analysis.fig4a_table(results, data4a),
                analysis.fig4b_table(results, baseline, data4b), analysis.fig4c_table(results, baseline, data4c),
                quality.losslessness_table(results, baseline), quality.quality_table(results, baseline)]
