@@ -58,6 +58,16 @@ def load_audio(path: str | Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     return resample(mono, rate, sample_rate)
 
 
+def rms_dbfs(samples: np.ndarray) -> float:
+    """The RMS level of ``samples`` in dB relative to full scale (-200 for silence or no samples).
+
+    >>> round(rms_dbfs(np.full(160, 0.1, dtype=np.float32)), 1), rms_dbfs(np.zeros(0, dtype=np.float32))
+    (-20.0, -200.0)
+    """
+    rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64)))) if len(samples) else 0.0
+    return 20.0 * float(np.log10(max(rms, 1e-10)))
+
+
 def level_problem(data: np.ndarray) -> str | None:
     """What is suspect about the sample levels of ``data`` ([samples, channels] floats), or None.
 

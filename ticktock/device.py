@@ -97,11 +97,10 @@ class SessionLane(Clock):
 
     def observe_chunk(self, kind: str, output, samples) -> None:
         """Record what a draft policy may use after a chunk: whether a reply is open, how loud its audio was."""
-        import numpy as np
+        from ticktock.audio import rms_dbfs
 
         self.reply_open = kind in ("speak", "tool") and (self.turn_eos is None or self.turn_eos not in output)
-        rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64)))) if len(samples) else 0.0
-        self.dbfs = [*self.dbfs[-1:], 20.0 * np.log10(max(rms, 1e-10))]
+        self.dbfs = [*self.dbfs[-1:], rms_dbfs(samples)]
 
     def busy_now(self) -> float:
         running = (time.perf_counter() - self._resumed_at) * 1000.0 if self._resumed_at is not None else 0.0

@@ -107,19 +107,20 @@ def check_run_options(cfg: DictConfig) -> None:
     ShardSpec.parse(cfg.get("shard"))
     check_threads(cfg.get("threads"))
     check_device(cfg.get("device"))
-    build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
+    decoder = build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
     check_weights(cfg.model)  # a real model without local weights: one line naming the repo and `hf download`
     clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
-    _check_concurrency(cfg, clock)
+    _check_concurrency(cfg, clock, decoder)
 
 
-def _check_concurrency(cfg: DictConfig, clock) -> None:
-    """``concurrency.*`` (``ConcurrencySettings``), the draft policy, and a profile that can charge batched steps."""
+def _check_concurrency(cfg: DictConfig, clock, decoder) -> None:
+    """``concurrency.*`` (``ConcurrencySettings``), the draft policy, a profile that can charge batched steps, and a
+    decoder that does not wait for audio in its idle windows (a shared device schedules them)."""
     from ticktock.concurrency import ConcurrencyError, ConcurrencySettings
 
     settings = ConcurrencySettings.parse(cfg.get("concurrency"))
     build(cfg.draft_policy)
-    if settings.shares_device and build(cfg.decoder).waits_for_audio:
+    if settings.shares_device and decoder.waits_for_audio:
         raise ConcurrencyError(f"decoder {cfg.decoder.name}: early prefill and partial-audio hypotheses wait for audio "
                                "inside an idle window, which a shared device does not schedule; replay it with "
                                "concurrency.sessions=1 and concurrency.batching=false")

@@ -37,6 +37,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ticktock.errors import ConfigError
 
@@ -133,6 +134,16 @@ def folder_suffix(index, count) -> str:
     return f"-shard{index}of{count}" if count != 1 else ""
 
 
+class FoundShard(NamedTuple):
+    """One shard of a split as its run.json tells it."""
+
+    index: int
+    count: int
+    path: Path
+    status: str  # complete, running, interrupted, or failed: ...
+    done: int  # sessions done
+
+
 @dataclass
 class Split:
     """The shards found of one sharded run (one ``split`` id), read from their run.json files."""
@@ -141,28 +152,24 @@ class Split:
     count: int  # shard.count of the first shard found
     what: str  # model/decoder/clock/task
     split_sessions: int
-    shards: list = field(default_factory=list)  # (index, count, path, status, sessions done) per shard found
+    shards: list[FoundShard] = field(default_factory=list)
 
     def missing(self) -> list[int]:
-        present = {index for index, *_ in self.shards}
+        present = {s.index for s in self.shards}
         return [i for i in range(self.count) if i not in present]
 
     def twice(self) -> dict[int, list[Path]]:
         """Shards present more than once (overlapping: the same sessions in two run folders)."""
         paths: dict[int, list[Path]] = {}
-        for index, _, path, *_ in self.shards:
-            paths.setdefault(index, []).append(path)
+        for shard in self.shards:
+            paths.setdefault(shard.index, []).append(shard.path)
         return {i: p for i, p in sorted(paths.items()) if len(p) > 1}
 
     def counts(self) -> list[int]:
-        return sorted({count for _, count, *_ in self.shards})
+        return sorted({s.count for s in self.shards})
 
-    def not_complete(self) -> list[tuple[int, Path, str]]:
-        return [(index, path, status) for index, _, path, status, _ in sorted(self.shards, key=lambda s: s[0])
-                if status != "complete"]
-
-    def sessions_done(self) -> int:
-        return sum(done for *_, done in self.shards)
+    def in_order(self) -> list[FoundShard]:
+        return sorted(self.shards, key=lambda s: s.index)
 
     def problems(self) -> list[tuple[str, str]]:
         """What keeps this split from being one whole run, as (kind, message): ``counts`` (shards of different
@@ -171,16 +178,17 @@ class Split:
         found = []
         if len(self.counts()) > 1:
             found.append(("counts", f"{self.label()}: shards of different shard.count (" + ", ".join(
-                f"{path} is shard {index} of {count}" for index, count, path, *_ in self.shards) + "); pass one split only"))
+                f"{s.path} is shard {s.index} of {s.count}" for s in self.shards) + "); pass one split only"))
         for index, paths in self.twice().items():
             found.append(("twice", f"{self.label()}: shard {index} of {self.count} appears {len(paths)} times "
                                    f"(overlapping: {', '.join(map(str, paths))}); pass only one of them"))
         if self.missing():
             found.append(("missing", f"{self.label()}: shard(s) {', '.join(map(str, self.missing()))} of {self.count} "
-                                     f"missing ({len(self.shards)} found: {', '.join(str(s[2]) for s in self.shards)})"))
-        for index, path, status in self.not_complete():
-            found.append((status.split(":")[0], f"{self.label()}: shard {index} of {self.count} ({path}) is {status}; "
-                                                "rerun it into the same folder to resume it"))
+                                     f"missing ({len(self.shards)} found: {', '.join(str(s.path) for s in self.shards)})"))
+        for shard in self.in_order():
+            if shard.status != "complete":
+                found.append((shard.status.split(":")[0], f"{self.label()}: shard {shard.index} of {self.count} "
+                              f"({shard.path}) is {shard.status}; rerun it into the same folder to resume it"))
         return found
 
     def label(self) -> str:
@@ -190,16 +198,17 @@ class Split:
         """One line: which shards are there and where they stand, e.g. ``sharded run m/ar/modeled/mini (split
         3f2a...): 3 of 4 shards (missing: 2), 2 complete, 1 failed (shard 1); sessions 140/190``."""
         states: dict[str, list[int]] = {}
-        for index, _, _, status, _ in sorted(self.shards, key=lambda s: s[0]):
-            states.setdefault(status.split(":")[0], []).append(index)
-        present = len({index for index, *_ in self.shards})
+        for shard in self.in_order():
+            states.setdefault(shard.status.split(":")[0], []).append(shard.index)
+        present = len({s.index for s in self.shards})
         parts = [f"{present} of {self.count} shards" + (f" (missing: {', '.join(map(str, self.missing()))})"
                                                          if self.missing() else "")]
         parts += [f"{len(indices)} {state}" + ("" if state == "complete" else
                                                 f" (shard {', '.join(map(str, indices))})")
                   for state, indices in sorted(states.items())]
         parts += [f"shard {i} twice" for i in self.twice()]
-        return f"{self.label()}: {', '.join(parts)}; sessions {self.sessions_done()}/{self.split_sessions}"
+        done = sum(s.done for s in self.shards)
+        return f"{self.label()}: {', '.join(parts)}; sessions {done}/{self.split_sessions}"
 
 
 def group_splits(runs: list[tuple[Path, dict, str, int]]) -> list[Split]:
@@ -215,5 +224,5 @@ def group_splits(runs: list[tuple[Path, dict, str, int]]) -> list[Split]:
         names = [(config.get(k) or {}).get("name", "?") for k in ("model", "decoder", "clock", "task")]
         split = splits.setdefault(shard["split"], Split(shard["split"], int(shard["count"]), "/".join(map(str, names)),
                                                         int(shard.get("split_sessions", 0))))
-        split.shards.append((int(shard["index"]), int(shard["count"]), Path(path), status, done))
+        split.shards.append(FoundShard(int(shard["index"]), int(shard["count"]), Path(path), status, done))
     return list(splits.values())

@@ -236,12 +236,10 @@ class SpeculativeListeningDecoder(Decoder):
         forward when the first token stays the same (``_redraft``)."""
         if self.settings.redraft_policy != "speech":
             return True
-        import numpy as np
+        from ticktock.audio import rms_dbfs
 
-        start = window.arriving.samples_by(hypotheses.arrived_ms)
-        new = window.arrived_audio(start)
-        level = 20.0 * np.log10(float(np.sqrt(np.mean(np.square(new)))) + 1e-10) if len(new) else -np.inf
-        return level >= self.settings.redraft_speech_dbfs
+        new = window.arrived_audio(window.arriving.samples_by(hypotheses.arrived_ms))
+        return rms_dbfs(new) >= self.settings.redraft_speech_dbfs
 
     def _redraft(self, window: IdleWindow, hypotheses: Hypotheses):
         """The main draft again under the hypothesis "the audio that has arrived, then silence" (encoded from the

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for warning in (results.warnings + [f"skipped: {reason}" for reason in results.skipped] + noise_warnings(results)
-                    + [note for note in results.scope if note.startswith("incomplete: ")]):
+                    + results.incomplete):
         print(f"warning: {warning}", file=sys.stderr)
     print(headline_text(built.tables[: len(HEADLINE)]))
     print_failures(built.failures)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import glob
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -198,13 +198,14 @@ class Results:
     cells: list[Cell]
     warnings: list[str]
     skipped: list[str] = field(default_factory=list)  # runs left out (skip_bad_runs): one line each, naming the file
-    scope: list[str] = field(default_factory=list)  # what the rows cover when not all: the runs a view uses
-                                                    # (single_session), a sharded run missing shards (check_splits)
+    scope: list[str] = field(default_factory=list)  # which of the runs a view uses, when not all (single_session)
+    incomplete: list[str] = field(default_factory=list)  # sharded runs built without some shards (check_splits)
 
     def provenance(self) -> list[str]:
-        """What the tables must say about the runs used: interrupted runs used anyway, runs skipped, and which runs
-        a view uses (``single_session``)."""
-        return [r.note for r in self.runs if r.note] + [f"skipped: {reason}" for reason in self.skipped] + self.scope
+        """What the tables must say about the runs used: interrupted runs used anyway, runs skipped, sharded runs
+        missing shards, and which runs a view uses (``single_session``)."""
+        return ([r.note for r in self.runs if r.note] + [f"skipped: {reason}" for reason in self.skipped]
+                + self.incomplete + self.scope)
 
     def single_session(self) -> "Results":
         """The results of one session alone on the device (N = 1, no batching), as the tables of one session at a
@@ -213,12 +214,11 @@ class Results:
         if len(alone) == len(self.cells):
             return self
         if alone:
-            return Results(self.runs, alone, self.warnings, self.skipped, self.scope)
+            return replace(self, cells=alone)
         ns = ", ".join(f"N={n}" for n in sorted({c.setup.concurrency for c in self.cells}))
         note = (f"no single-session runs (concurrency.sessions=1 without batching): these tables use the concurrency "
                 f"runs ({ns}), each N its own setup")
-        scope = self.scope if note in self.scope else [*self.scope, note]
-        return Results(self.runs, self.cells, self.warnings, self.skipped, scope)
+        return replace(self, scope=self.scope if note in self.scope else [*self.scope, note])
 
     def setups(self) -> list[Setup]:
         return sorted({c.setup for c in self.cells}, key=setup_order)
@@ -426,4 +426,4 @@ def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, al
     shard_notes = check_splits(runs, allow_missing_shards)
     warnings = [f"run {r.path} has status {r.status!r} (not complete): its rows are used as they are"
                 for r in runs if r.status != "complete" and not r.note]
-    return Results(runs, group_cells(runs), warnings, skipped, scope=shard_notes)
+    return Results(runs, group_cells(runs), warnings, skipped, incomplete=shard_notes)

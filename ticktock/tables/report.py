@@ -72,8 +72,7 @@ def _runs_table(results: Results) -> str:
         cells = [run.run_id, run.decoder, setup_label(run.setup()), run.shard, run.status, len(run.sessions), len(run.chunks),
                  run.path]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    incomplete = "".join(f'<p class="warning">{html.escape(note)}</p>' for note in results.scope
-                         if note.startswith("incomplete: "))  # a sharded run built without some of its shards
+    incomplete = "".join(f'<p class="warning">{html.escape(note)}</p>' for note in results.incomplete)
     return (f'<section id="runs"><h2>Runs ({len(results.runs)})</h2><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>{incomplete}</section>")
 
