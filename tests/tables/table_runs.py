@@ -1,7 +1,8 @@
 """Hand-made run directories for the table tests: real schema and version metadata, tiny made-up rows.
 
-``write_run(folder, decoder, chunks, sessions)`` fills every schema column the test does not give.
-Chunk dicts need at least session_id and chunk_index; session dicts at least session_id. ``concurrency`` and
+``write_run(folder, decoder, chunks, sessions, forwards=...)`` fills every schema column the test does not give.
+Chunk dicts need at least session_id and chunk_index; session dicts at least session_id; forward dicts session_id,
+chunk_index, end_ms and charged_ms. ``concurrency`` and
 ``draft_policy`` go into run.json's config as the runner writes them (default: one session alone on the device,
 under the default draft policy, which then does not apply); rows get the run's N in their ``concurrency`` column.
 """
@@ -24,8 +25,12 @@ CHUNK_DEFAULTS = {
     "missed_deadline": False, "num_draft_tokens": 0, "num_accepted_draft_tokens": 0, "lookup_hits": 0,
     "draft_source": None, "draft_full_match": None, "first_token_changed": None, "window_budget_ms": 900.0,
     "window_used_ms": 0.0, "window_wall_ms": 0.0, "window_forwards": 0, "window_query_tokens": 0,
-    "context_tokens": 0, "evicted_tokens": 0, "session_slot": 0, "device_wait_ms": 0.0,
+    "context_tokens": 0, "evicted_tokens": 0, "session_slot": 0, "device_wait_ms": 0.0, "window_waited_ms": 0.0,
+    "prefilled_ms": 0.0,
 }
+FORWARD_DEFAULTS = {"phase": "post_audio", "forward_index": 0, "query_tokens": 1, "context_tokens": 0,
+                    "tokens_committed": 1, "draft_tokens": 0, "tree": False, "wall_ms": 1.0, "batch_size": 1,
+                    "device_wait_ms": 0.0}
 SESSION_DEFAULTS = {
     "task": "llama_questions", "num_chunks": 1, "duration_s": 1.0, "max_lag_ms": 0.0, "mean_lag_ms": 0.0,
     "num_missed_deadlines": 0, "onset_latencies_ms": [], "mean_onset_ms": None, "tool_call_latencies_ms": [],
@@ -52,7 +57,7 @@ def chunk(session_id: str, index: int, **values) -> dict:
 def write_run(folder: Path, decoder: str, chunks: list[dict], sessions: list[dict] | None = None, *,
               model: str = "m", temperature: float = 0.0, seed: int = 0, clock: dict | None = None,
               version: int = SCHEMA_VERSION, status: str = "complete", sharing: dict | None = None,
-              draft_policy: str | dict = "expected_savings") -> Path:
+              draft_policy: str | dict = "expected_savings", forwards: list[dict] | None = None) -> Path:
     """A complete run directory with run.json and the three parquet tables (``sharing``: config.concurrency)."""
     folder.mkdir(parents=True, exist_ok=True)
     clock = clock or MODELED
@@ -66,7 +71,7 @@ def write_run(folder: Path, decoder: str, chunks: list[dict], sessions: list[dic
     rows = {
         "chunks": [{**identity, **CHUNK_DEFAULTS, **shared, **c} for c in chunks],
         "sessions": [{**identity, **SESSION_DEFAULTS, **shared, **s} for s in sessions],
-        "forwards": [],
+        "forwards": [{"run_id": identity["run_id"], **FORWARD_DEFAULTS, **f} for f in forwards or []],
     }
     for name, schema in TABLES.items():
         versioned = schema.with_metadata({b"ticktock_schema_version": str(version).encode()})

@@ -33,7 +33,8 @@ def test_cli_writes_every_table_in_every_format_and_the_report(tmp_path, capsys)
     page = (out / "report.html").read_text()
     for table in built.tables:
         assert f'id="{table.key}"' in page and table.title.split(":")[0] in page
-    assert page.count("data:image/png;base64,") == 1 and (out / "fig4a_forwards_by_length.png").is_file()
+    assert page.count("data:image/png;base64,") == 3 and (out / "fig4a_forwards_by_length.png").is_file()
+    assert (out / "fig5_onset.png").is_file() and (out / "fig6_tool_call.png").is_file()  # the case studies
     assert "Losslessness and greedy quality checks passed" in page
     printed = capsys.readouterr().out
     assert printed.startswith("Produced by:") and printed.count("### ") == 3

@@ -55,6 +55,7 @@ class ForwardRecord:
     tree: bool = False
     batch_size: int = 1  # sessions whose forwards ran in the same device step (concurrency.batching)
     device_wait_ms: float = 0.0  # time it waited for the device while other sessions' work ran
+    end_ms: float = 0.0  # the phase's clock time when it finished (from the phase's start: ``Stopwatch.elapsed_ms``)
 
 
 @dataclass
@@ -271,7 +272,7 @@ class Phase:
         done = self.stopwatch.run(work)
         self.state.forwards.append(ForwardRecord(self.chunk_index, phase or self.phase_name, query, context,
                                                  done.wall_ms, done.charged_ms, 0, draft_tokens, tree is not None,
-                                                 done.batch_size, done.waited_ms))
+                                                 done.batch_size, done.waited_ms, self.stopwatch.elapsed_ms()))
         self.counters.count_forward(self.phase_name, query, done.waited_ms)
         return done.result
 

@@ -136,6 +136,7 @@ def forward_rows(trace, run_id: str) -> list[dict]:
                 "charged_ms": record.charged_ms,
                 "batch_size": record.batch_size,
                 "device_wait_ms": record.device_wait_ms,
+                "end_ms": record.end_ms,
             }
         )
     return rows

@@ -41,15 +41,19 @@ sessions.parquet, one row per completed session:
 
 forwards.parquet, one row per target forward (phase "post_audio", "draft", or "early_prefill": the chunk's
 final audio fed in its idle window; draft and early-prefill rows are attributed to the chunk they are for); batch_size: sessions whose forwards ran in the same device step (charged_ms is
-that step's cost); device_wait_ms: time the forward waited for the device while other sessions' work ran.
+that step's cost); device_wait_ms: time the forward waited for the device while other sessions' work ran;
+end_ms: the phase's clock time when the forward finished, from the phase's start (a chunk's post-audio work starts at
+arrival_s + lag_before_ms + carried_ms; its idle window opens when the previous chunk's work ends, or at the session's
+start for chunk 0), so the forward ran from end_ms - charged_ms to end_ms on the run's clock.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
-                    # 4: arriving audio (window_waited_ms, prefilled_ms, hypotheses_drafted, draft_arrived_fraction)
+SCHEMA_VERSION = 5  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
+                    # 4: arriving audio (window_waited_ms, prefilled_ms, hypotheses_drafted, draft_arrived_fraction);
+                    # 5: forwards' end_ms (when each finished within its phase: the case-study timelines)
 
 IDENTITY = [
     pa.field("run_id", pa.string()),
@@ -150,6 +154,7 @@ FORWARDS = pa.schema(
         pa.field("charged_ms", pa.float64()),
         pa.field("batch_size", pa.int32()),
         pa.field("device_wait_ms", pa.float64()),
+        pa.field("end_ms", pa.float64()),
     ]
 )
 

@@ -1,8 +1,14 @@
-"""``python -m ticktock.tables <results dirs or globs> [--out DIR] [--baseline ar] [--format md,csv,tex,html] [--strict]``
+"""``python -m ticktock.tables <results dirs or globs> [--out DIR] [--baseline ar] [--format md,csv,tex,html] [--strict]
+[--case SESSION_ID ...] [--case-decoders ar,speclisten] [--viewer-sessions N|all]``
 
-Reads every run directory under the arguments, writes one .md/.csv/.tex per table, PNG figures and
-report.html into ``--out`` (default ``results/tables/<timestamp>``), and prints Table 2, the tool-call
-table and Table 5. A lossless decoder whose outputs differ from the baseline's is printed as a FAILURE;
+Reads every run directory under the arguments, writes one .md/.csv/.tex per table, PNG figures, the case
+studies and report.html (with the interactive session viewer) into ``--out`` (default
+``results/tables/<timestamp>``), and prints Table 2, the tool-call table and Table 5. The case studies are a
+session's timeline per decoder (Figures 5-6: a default onset and tool-call pick, plus one per ``--case``,
+showing the baseline and Speculative Listening unless ``--case-decoders`` names others). The viewer embeds
+``--viewer-sessions`` sessions (default 120, the case studies' first; ``all``: every one).
+
+A lossless decoder whose outputs differ from the baseline's is printed as a FAILURE;
 ``--strict`` makes that exit with status 1. Unusable results exit with status 2 and one clear message.
 An unreadable run (e.g. a truncated parquet file) or an interrupted one stops the build with one line naming
 it; ``--skip-bad-runs`` leaves unusable runs out (printed, and listed in every table's provenance), and
@@ -16,6 +22,7 @@ Example::
     python -m ticktock.tables results/runs/* --out results/tables/main --strict
     python -m ticktock.tables results/runs --skip-bad-runs --allow-interrupted
     python -m ticktock.tables results/sweeps/grid            # a sharded sweep: every shard folder under it
+    python -m ticktock.tables results/main/runs --case fdb_v3-eval-0-0003 --case-decoders ar,pld,speclisten
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from ticktock.tables.build import HEADLINE, build_tables, headline_text, print_f
 from ticktock.tables.common import noise_warnings
 from ticktock.tables.load import TablesError, load_results
 from ticktock.tables.render import FORMATS
+from ticktock.tables.viewer import DEFAULT_SESSIONS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,12 +54,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--allow-missing-shards", action="store_true",
                         help="build a sharded run from the shards there when some are missing or failed (said in the "
                              "provenance) instead of stopping")
+    parser.add_argument("--case", action="append", default=[], metavar="SESSION_ID",
+                        help="also draw this session's timeline (case study; repeatable)")
+    parser.add_argument("--case-decoders", default=None, metavar="A,B",
+                        help="decoders shown in --case timelines (default: the baseline and speclisten)")
+    parser.add_argument("--viewer-sessions", default=str(DEFAULT_SESSIONS), metavar="N|all",
+                        help=f"sessions the report's viewer embeds (default {DEFAULT_SESSIONS}; all: every one)")
     args = parser.parse_args(argv)
+    args.viewer_sessions = _session_count(parser, args.viewer_sessions)
+    args.case_decoders = tuple(d.strip() for d in args.case_decoders.split(",") if d.strip()) \
+        if args.case_decoders else None
     args.formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
     unknown = [f for f in args.formats if f not in FORMATS]
     if unknown:
         parser.error(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     return args
+
+
+def _session_count(parser: argparse.ArgumentParser, text: str) -> int | None:
+    if text == "all":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        parser.error(f"--viewer-sessions: must be 'all' or an integer >= 1, got {text!r}")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = load_results(args.results, skip_bad_runs=args.skip_bad_runs, allow_interrupted=args.allow_interrupted,
                                allow_missing_shards=args.allow_missing_shards)
-        built = build_tables(results, args.baseline)
-        written = write_outputs(built, results, out, args.formats)
+        built = build_tables(results, args.baseline, tuple(args.case), args.case_decoders)
+        written = write_outputs(built, results, out, args.formats, args.viewer_sessions)
     except TablesError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -23,9 +23,11 @@ from pathlib import Path
 import pandas as pd
 
 from ticktock.tables import analysis, compute, quality
+from ticktock.tables.cases import Case, pick_cases, session_case
 from ticktock.tables.common import Table
 from ticktock.tables.load import Results, TablesError, load_results
 from ticktock.tables.render import FORMATS, markdown, write_tables
+from ticktock.tables.viewer import DEFAULT_SESSIONS
 
 HEADLINE = (compute.speak_speedup_table, compute.tool_speedup_table, compute.latency_table)
 FIGURE_TABLES = {"fig4a_forwards_by_length": "fig4a_forwards_by_length.png", "fig4b_temperature": "fig4b_temperature.png",
@@ -38,6 +40,7 @@ class Built:
     fig4a: pd.DataFrame
     fig4b: pd.DataFrame
     fig4c: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cases: list[Case] = field(default_factory=list)  # the case studies (Figures 5-6 and any --case)
 
     @property
     def failures(self) -> list[str]:
@@ -57,9 +60,12 @@ def check_baseline(results: Results, baseline: str) -> None:
                           "--baseline names the decoder every speedup is measured against")
 
 
-def build_tables(results: Results, baseline: str = "ar") -> Built:
-    """Every table, headline tables first, then the analysis, losslessness and quality tables. Every table but
-    Figure 4c uses the runs of one session alone on the device (``Results.single_session``); 4c every N."""
+def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[str, ...] = (),
+                 case_decoders: tuple[str, ...] | None = None) -> Built:
+    """Every table, headline tables first, then the analysis, losslessness and quality tables, and the case studies
+    (the default onset and tool-call picks, then one per session in ``case_sessions``, showing ``case_decoders``).
+    Every table but Figure 4c uses the runs of one session alone on the device (``Results.single_session``); 4c
+    every N."""
     check_baseline(results, baseline)
     data4a, data4b = analysis.fig4a_data(results), analysis.fig4b_data(results, baseline)
     data4c = analysis.fig4c_data(results, baseline)
@@ -69,7 +75,8 @@ def build_tables(results: Results, baseline: str = "ar") -> Built:
                analysis.acceptance_table(results), analysis.fig4a_table(results, data4a),
                analysis.fig4b_table(results, baseline, data4b), analysis.fig4c_table(results, baseline, data4c),
                quality.losslessness_table(results, baseline), quality.quality_table(results, baseline)]
-    return Built(tables, data4a, data4b, data4c)
+    cases = pick_cases(results, baseline) + [session_case(results, s, baseline, case_decoders) for s in case_sessions]
+    return Built(tables, data4a, data4b, data4c, cases)
 
 
 def headline_text(tables: list[Table]) -> str:
@@ -100,19 +107,40 @@ def print_failures(failures: list[str], file=None) -> None:
     print(bar, file=out)
 
 
-def write_outputs(built: Built, results: Results, out: Path, formats: tuple[str, ...]) -> list[Path]:
-    """Table files, PNG figures and (with 'html') report.html in ``out``."""
+def write_cases(cases: list[Case], results: Results, out: Path) -> list[Path]:
+    """Each case study as ``<key>.png`` (the figure) and ``<key>.csv`` (its chunks, one row per decoder and chunk)."""
+    from ticktock.tables.case_figures import case_figure
+    from ticktock.tables.cases import case_timelines
+
+    written = []
+    for case in cases:
+        timelines = case_timelines(results, case)
+        written.append(case_figure(case, timelines, out / f"{case.key}.png"))
+        frame = pd.concat([t.chunks.assign(decoder=t.decoder, session_id=t.session_id)
+                           for t in timelines], ignore_index=True)
+        frame.to_csv(out / f"{case.key}.csv", index=False)
+        written.append(out / f"{case.key}.csv")
+    return written
+
+
+def write_outputs(built: Built, results: Results, out: Path, formats: tuple[str, ...],
+                  viewer_sessions: int | None = DEFAULT_SESSIONS) -> list[Path]:
+    """Table files, PNG figures, the case studies and (with 'html') report.html in ``out``, with the session viewer
+    of ``viewer_sessions`` sessions (None: all; the case studies' sessions first)."""
     from ticktock.tables.figures import write_figures
     from ticktock.tables.report import html_report
+    from ticktock.tables.viewer import viewer_data
 
     out.mkdir(parents=True, exist_ok=True)
     written = write_tables(built.tables, out, formats)
     figures = write_figures(built.fig4a, built.fig4b, out, built.fig4c)
-    written += figures
+    written += figures + write_cases(built.cases, results, out)
     if "html" in formats:
         by_table = {key: out / name for key, name in FIGURE_TABLES.items() if out / name in figures}
         path = out / "report.html"
-        path.write_text(html_report(built.tables, by_table, results))
+        viewer = viewer_data(results, viewer_sessions, tuple(c.session_id for c in built.cases))
+        path.write_text(html_report(built.tables, by_table, results, cases=[(c, out / f"{c.key}.png") for c in built.cases],
+                                    viewer=viewer))
         written.append(path)
     return written
 

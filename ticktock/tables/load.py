@@ -95,6 +95,7 @@ class Run:
     chunks: pd.DataFrame
     sessions: pd.DataFrame
     note: str | None = None  # an interrupted run used anyway: what was used
+    _forwards: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @property
     def decoder(self) -> str:
@@ -113,6 +114,17 @@ class Run:
     @property
     def status(self) -> str:
         return "interrupted" if self.note else str(self.meta.get("status", "unknown"))
+
+    def forwards(self, session_id: str | None = None) -> pd.DataFrame:
+        """The run's forwards table (``ticktock.results.schema``), read when first asked for (the tables of
+        aggregates never need it); one session's rows with ``session_id``."""
+        if self._forwards is None:
+            killed = self.note is not None and self.meta.get("status") == "running"
+            self._forwards = (_read_parts(self.path, "forwards") if killed
+                              else _read_table(self.path / "forwards.parquet", "forwards"))
+        if session_id is None:
+            return self._forwards
+        return self._forwards[self._forwards["session_id"] == session_id]
 
     def setup(self) -> Setup:
         config, clock = self.meta["config"], self.meta.get("clock") or {}

@@ -1,4 +1,5 @@
-"""One static HTML page with every table and figure (PNG embedded as data URIs: no server, one file).
+"""One static HTML page with every table and figure (PNG embedded as data URIs: no server, one file), the case
+studies (Figures 5-6) and the interactive session viewer (``ticktock.tables.viewer``: data embedded, no network).
 
 Failures (a lossless decoder that changed an output, greedy task scores that moved) open the page in a
 red banner, and repeat in their table.
@@ -16,9 +17,11 @@ import html
 import time
 from pathlib import Path
 
+from ticktock.tables.cases import Case
 from ticktock.tables.common import Table, setup_label
 from ticktock.tables.load import Results
 from ticktock.tables.render import html_fragment
+from ticktock.tables.viewer import VIEWER_STYLE, viewer_data, viewer_section
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1300px;
@@ -77,8 +80,23 @@ def _runs_table(results: Results) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>{incomplete}</section>")
 
 
-def html_report(tables: list[Table], figures: dict[str, Path], results: Results, title: str = "TickTock results") -> str:
-    """The whole page: banner, navigation, every table (with its figure after it), the runs."""
+def _cases_section(cases: list[tuple[Case, Path]]) -> str:
+    if not cases:
+        return ('<section id="cases"><h2>Case studies</h2><p class="meta">no case to show: the results need a '
+                "baseline run and another decoder's run of the same sessions, with a reply onset or a tool call</p></section>")
+    parts = ['<section id="cases"><h2>Case studies (Figures 5-6)</h2><p class="meta">one session per figure, one panel '
+             "per decoder, on the run's clock; the session viewer below shows every session</p>"]
+    for case, path in cases:
+        parts.append(f'<h3 id="{html.escape(case.key)}">{html.escape(case.title)}</h3>')
+        parts.append(_image(path, f"{case.why}; decoders {', '.join(case.decoders)}; chunks {case.first}-{case.last}; "
+                                  f"{setup_label(case.setup)}"))
+    return "\n".join(parts) + "</section>"
+
+
+def html_report(tables: list[Table], figures: dict[str, Path], results: Results, title: str = "TickTock results",
+                cases: list[tuple[Case, Path]] = (), viewer: dict | None = None) -> str:
+    """The whole page: banner, navigation, every table (with its figure after it), the case studies (each with its
+    figure's path), the session viewer (``viewer``: its data; by default ``viewer_data(results)``), the runs."""
     nav = " ".join(f'<a href="#{html.escape(t.key)}">{html.escape(t.key)}</a>' for t in tables)
     body = []
     for table in tables:
@@ -87,14 +105,16 @@ def html_report(tables: list[Table], figures: dict[str, Path], results: Results,
             body.append(_image(figures[table.key], table.title))
     generated = time.strftime("%Y-%m-%d %H:%M:%S")
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{STYLE}</style></head>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{STYLE}{VIEWER_STYLE}</style></head>
 <body>
 <h1>{html.escape(title)}</h1>
 <p class="meta">generated {generated} by <code>python -m ticktock.tables</code> from {len(results.runs)} runs;
 a pure function of the result files (no model was run).</p>
 {_banner(tables, results.warnings)}
-<nav>{nav} <a href="#runs">runs</a></nav>
+<nav>{nav} <a href="#cases">case studies</a> <a href="#viewer">session viewer</a> <a href="#runs">runs</a></nav>
 {''.join(body)}
+{_cases_section(list(cases))}
+{viewer_section(viewer if viewer is not None else viewer_data(results))}
 {_runs_table(results)}
 </body></html>
 """
