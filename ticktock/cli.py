@@ -21,6 +21,7 @@ COMMANDS = {
     "run": ("ticktock.run", "replay sessions with one model, decoder, task and clock (Hydra overrides)"),
     "main-job": ("ticktock.main_job", "every decoder on the embedded model and corpus, then the tables and report"),
     "tables": ("ticktock.tables", "paper tables, figures and the HTML report from result folders"),
+    "judge": ("ticktock.judge", "grade every reply of result folders with a local judge model (quality table)"),
     "runs": ("ticktock.runs", "list the runs under a folder: status, sessions done, last heartbeat"),
     "probe": ("ticktock.probe", "oracle probe: how often the next chunk's audio changes the output"),
     "calibrate": ("ticktock.calibrate", "measure a cost profile for the modeled clock on this device"),

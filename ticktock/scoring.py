@@ -96,7 +96,17 @@ def first_chunk_at_or_after(chunks: list[dict], time_s: float) -> int:
     return len(chunks) - 1
 
 
-def _reply_text(chunks, turns, index) -> str:
+def reply_text(chunks: list[dict], turns: list[dict], index: int) -> str:
+    """The model's spoken reply to turn ``index``: the speech of the chunks that arrive after the turn ends and
+    up to the response window after the next user turn that expects a response (chunks ordered by chunk_index).
+
+    >>> turns = [{"speaker": "user", "start_s": 0.0, "end_s": 1.0, "expects_response": True},
+    ...          {"speaker": "user", "start_s": 3.0, "end_s": 4.0, "expects_response": True}]
+    >>> rows = [{"start_s": s, "arrival_s": s + 1.0, "kind": k, "output_text": t}
+    ...         for s, k, t in [(0.0, "listen", ""), (1.0, "speak", "Paris"), (2.0, "speak", "."), (5.0, "speak", "Rome")]]
+    >>> reply_text(rows, turns, 0), reply_text(rows, turns, 1)
+    ('Paris.', 'Rome')
+    """
     turn = turns[index]
     later = [t["start_s"] for t in turns[index + 1 :] if t["speaker"] == "user" and t.get("expects_response")]
     stop = (min(later) + response_window_s(chunks)) if later else math.inf
@@ -105,14 +115,24 @@ def _reply_text(chunks, turns, index) -> str:
 
 def score_qa(chunks, expected, turns) -> Counter:
     score = Counter()
-    for answer in expected.get("answers") or _single_answer(expected):
+    for answer in turn_answers(expected):
         if answer.get("turn") is None or answer["turn"] >= len(turns):
             continue
-        reply = normalise(_reply_text(chunks, turns, answer["turn"]))
+        reply = normalise(reply_text(chunks, turns, answer["turn"]))
         options = [answer["reference_answer"], *answer.get("answer_aliases", [])]
         score["qa_trials"] += 1
         score["qa_hits"] += any(f" {normalise(o)} " in f" {reply} " for o in options if normalise(o))
     return score
+
+
+def turn_answers(expected: dict) -> list[dict]:
+    """The reference answers of a session's manifest expectations, one per answered turn (``turn``,
+    ``reference_answer``, ``answer_aliases``): ``expected.answers``, or a single ``reference_answer`` for turn 0.
+
+    >>> turn_answers({"reference_answer": "Paris", "answer_aliases": ["paris, france"]})
+    [{'turn': 0, 'reference_answer': 'Paris', 'answer_aliases': ['paris, france']}]
+    """
+    return expected.get("answers") or _single_answer(expected)
 
 
 def _single_answer(expected) -> list[dict]:

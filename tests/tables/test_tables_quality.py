@@ -118,3 +118,81 @@ def test_an_fp32_divergence_beside_a_bf16_baseline_is_not_exact(tmp_path):
     in_bf16(tmp_path / "ar")
     [row] = losslessness_table(load_results([str(tmp_path)])).frame.to_dict("records")
     assert row["arithmetic"] == "float32/eager (baseline bfloat16/sdpa)" and row["status"] == "diverged (inexact arithmetic)"
+
+
+# ------------------------------------------------------------------------------ judge scores (ticktock.judges)
+
+
+def write_verdicts(run_dir, scores, judge="hf_local", fingerprint="a" * 64, digest=None):
+    """A hand-made judgement file: one verdict per reply of the run (in session order) with the given scores."""
+    from ticktock.judges.replies import run_replies
+    from ticktock.judges.store import judgement_path, write_judgements
+    from ticktock.tables.load import read_run
+
+    replies = run_replies(read_run(run_dir))
+    rows = [{"run_id": r.run_id, "session_id": r.session_id, "task": r.task, "turn_index": r.turn_index, "score": score,
+             "scale_min": 1.0, "scale_max": 5.0, "probabilities": [], "scale_mass": None, "note": "", "judge": judge,
+             "judge_fingerprint": fingerprint, "judge_description": "local transformers model tiny-judge (LlamaForCausalLM), float32 on cpu",
+             "input_sha256": digest or r.digest(), "judged_at": 0.0} for r, score in zip(replies, scores)]
+    write_judgements(judgement_path(run_dir, judge), rows)
+
+
+def test_judge_scores_get_a_mean_with_a_t_interval_and_a_delta_to_the_baseline(tmp_path):
+    answers = ["It is Paris.", "Paris", "London"]
+    for name, decoder, scores in [("ar", "ar", [4, 5, 3]), ("sl", "speclisten", [4, 5, 3.3]), ("pld", "pld", [4, 4, 3])]:
+        qa_run(tmp_path / name, decoder, answers)
+        write_verdicts(tmp_path / name, scores)
+    table = quality_table(load_results([str(tmp_path)]))
+    rows = table.frame.set_index("decoder")
+    # ar: mean 4, s = 1, t(0.975, 2) = 4.3027: 4 ± 4.3027 / sqrt(3) = [1.52, 6.48]
+    assert rows.loc["ar", "judge hf_local"] == "4.00 [1.52, 6.48] (3 replies)"
+    assert rows.loc["ar", "Δ judge hf_local vs ar"] == "–"
+    # speclisten: mean 4.1, Δ +0.1: within the paper's 0.1 (the boundary counts as within)
+    assert rows.loc["speclisten", "judge hf_local"] == "4.10 [1.98, 6.22] (3 replies)"
+    assert rows.loc["speclisten", "Δ judge hf_local vs ar"] == "+0.10 ✓"
+    # pld: mean 11/3, s = 1/sqrt(3): 3.67 ± 4.3027 / 3 = [2.23, 5.10]; Δ -0.33, beyond 0.1
+    assert rows.loc["pld", "judge hf_local"] == "3.67 [2.23, 5.10] (3 replies)"
+    assert rows.loc["pld", "Δ judge hf_local vs ar"] == "-0.33 ✗"
+    assert rows.loc["pld", "qa"] == "66.7% (2/3)"  # the rule-based scores are unchanged
+    assert table.failures == []  # greedy, exact arithmetic: judge scores are reported, never failed
+    [note] = [n for n in table.notes if n.startswith("judge hf_local:")]
+    assert note.startswith("judge hf_local: local transformers model tiny-judge (LlamaForCausalLM), float32 on cpu "
+                           "(fingerprint aaaaaaaaaaaa); ")
+    assert "95% Student-t interval over replies" in note and "|Δ| <= 0.1 (the paper's criterion" in note
+    assert not any(n.startswith("reply quality judge: none configured") for n in table.notes)
+
+
+def test_without_judgements_one_note_says_no_judge_is_configured_and_how_to_run_one(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["Paris"])
+    table = quality_table(load_results([str(tmp_path)]))
+    assert not [c for c in table.frame.columns if "judge" in c]
+    [note] = [n for n in table.notes if "judge" in n]
+    assert note.startswith("reply quality judge: none configured (the scores above are the rule-based task scores of "
+                           "ticktock.scoring; to add each decoder's mean 1-5 grade from a local judge model, run: "
+                           "python -m ticktock.judge <results dirs or globs> judge=hf_local judge.path=")
+
+
+def test_verdicts_on_changed_replies_are_left_out_and_partial_judging_is_counted(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["Paris", "Paris", "Rome"])
+    qa_run(tmp_path / "sl", "speclisten", ["Paris", "Paris", "Rome"])
+    write_verdicts(tmp_path / "ar", [5, 3, 1])
+    write_verdicts(tmp_path / "sl", [5, 3])  # the third reply not judged (yet)
+    table = quality_table(load_results([str(tmp_path)]))
+    rows = table.frame.set_index("decoder")
+    assert rows.loc["speclisten", "judge hf_local"].endswith("(2 of 3 replies)")
+    assert rows.loc["speclisten", "Δ judge hf_local vs ar"] == "+1.00 ✗"  # 4 vs 3
+    write_verdicts(tmp_path / "sl", [5, 3, 1], digest="0" * 64)  # judged on other text: stale
+    table = quality_table(load_results([str(tmp_path)]))
+    assert table.frame.set_index("decoder").loc["speclisten", "judge hf_local"] == "–"
+    assert "3 stored judge verdicts left out: the replies they judged have changed since" in " ".join(table.notes)
+
+
+def test_two_configurations_of_a_judge_are_two_columns(tmp_path):
+    qa_run(tmp_path / "ar", "ar", ["Paris", "Rome"])
+    qa_run(tmp_path / "sl", "speclisten", ["Paris", "Rome"])
+    write_verdicts(tmp_path / "ar", [4, 2], fingerprint="a" * 64)
+    write_verdicts(tmp_path / "sl", [4, 2], fingerprint="b" * 64)
+    frame = quality_table(load_results([str(tmp_path)])).frame.set_index("decoder")
+    assert frame.loc["ar", "judge hf_local aaaaaaaa"] == "3.00 [-9.71, 15.71] (2 replies)"
+    assert frame.loc["speclisten", "judge hf_local aaaaaaaa"] == "–"
+    assert frame.loc["speclisten", "Δ judge hf_local bbbbbbbb vs ar"] == "–"  # never compared across configurations

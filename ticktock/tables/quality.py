@@ -12,11 +12,20 @@
   forward and a chain forward round differently and outputs may diverge legitimately: there a divergence is
   reported (agreement, first divergence, and the quality metrics whose 95% Wilson intervals do not overlap the
   baseline's), never a FAILURE, so ``--strict`` fails only on divergence under exact arithmetic.
+- **Judge scores** (``ticktock.judges``): where the runs carry judgement files (``python -m ticktock.judge``), a
+  column per judge gives each decoder's mean score over its judged replies with a 95% Student-t interval over
+  replies, and one its difference Δ to the baseline's mean, ✓ where |Δ| <= 0.1 on the 1-5 scale (the paper's
+  criterion; scaled by the span on other scales). Reported only, never a FAILURE: under greedy decoding in exact
+  arithmetic a lossless decoder's replies are the baseline's, so their scores are equal by construction. Only
+  verdicts on the replies as they are now count (``Reply.digest``); a note names each judge and its fingerprint,
+  or says that none is configured and how to run one.
 
 Example::
 
     >>> [round(x, 3) for x in wilson(8, 10)]
     [0.49, 0.943]
+    >>> mean_text([3.0, 4.0, 5.0], replies=4), delta_text(4.05, 4.0, (1, 5)), delta_text(3.8, 4.0, (1, 5))
+    ('4.00 [1.52, 6.48] (3 of 4 replies)', '+0.05 ✓', '-0.20 ✗')
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ from collections import Counter
 
 import pandas as pd
 
+from ticktock.judges.base import HOW_TO_JUDGE
+from ticktock.judges.replies import run_replies
+from ticktock.judges.store import judgement_files, no_judgements, read_judgements
 from ticktock.scoring import score_session
 from ticktock.tables import metrics
 from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
@@ -39,6 +51,8 @@ QUALITY_METRICS = ["qa", "tool_strict", "tool_args", "tool_json", "respond", "fa
 MEAN_METRICS = frozenset({"backchannel_jsd"})  # "hits" add up a distance per session: shown as a mean, lower is better
 SCORE_COLUMNS = ["chunk_index", "start_s", "arrival_s", "kind", "output_text", "tool_calls_json"]
 Z95 = 1.959963984540054
+JUDGE_TOLERANCE = 0.1  # the paper's criterion on a judge's 1-5 scale: |mean - baseline mean| <= 0.1
+JUDGE_SPAN = 4  # ... of that scale: on another scale the tolerance is scaled by its span
 
 
 def wilson(hits: int, trials: int, z: float = Z95) -> tuple[float, float]:
@@ -180,5 +194,116 @@ def quality_table(results: Results, baseline: str = "ar") -> Table:
              "ground-truth distribution (FDB v1, where the source ships it), mean over sessions; lower is better"]
     if not present:
         notes.insert(0, "no scored trials in these sessions")
+    notes += add_judge_columns(results, rows, baseline)
     title = "Quality: task scores per decoder (lossless decoding must not change them)"
     return Table("quality", title, pd.DataFrame(rows), {}, notes, failures, provenance_notes(results))
+
+
+def cell_verdicts(cell: Cell) -> tuple[pd.DataFrame, int, int]:
+    """(the stored judge verdicts on a cell's replies as they are now, how many replies the cell has, how many
+    stored verdicts are stale: judged on a reply text that has changed since)."""
+    frames, replies, stale = [], 0, 0
+    for run in cell.runs:
+        digests = {r.key: r.digest() for r in run_replies(run)}
+        replies += len(digests)
+        for path in judgement_files(run.path):
+            stored = read_judgements(path)
+            fresh = [digests.get((s, t)) == d for s, t, d in zip(stored.session_id, stored.turn_index, stored.input_sha256)]
+            frames += [stored[fresh]] if any(fresh) else []
+            stale += len(stored) - sum(fresh)
+    return (pd.concat(frames, ignore_index=True) if frames else no_judgements()), replies, stale
+
+
+def t_interval(scores: list[float]) -> tuple[float, float]:
+    """The 95% Student-t interval of the mean of ``scores`` (NaN for fewer than two)."""
+    from scipy.stats import t
+
+    n = len(scores)
+    if n < 2:
+        return (math.nan, math.nan)
+    mean = sum(scores) / n
+    spread = math.sqrt(sum((x - mean) ** 2 for x in scores) / (n - 1)) / math.sqrt(n)
+    half = float(t.ppf(0.975, n - 1)) * spread
+    return (mean - half, mean + half)
+
+
+def mean_text(scores: list[float], replies: int) -> str:
+    """'mean [low, high] (n replies)': the mean score, its 95% t interval, and how many of the replies were judged."""
+    if not scores:
+        return "–"
+    low, high = t_interval(scores)
+    interval = f" [{low:.2f}, {high:.2f}]" if not math.isnan(low) else ""
+    counted = f"{len(scores)} replies" if len(scores) == replies else f"{len(scores)} of {replies} replies"
+    return f"{sum(scores) / len(scores):.2f}{interval} ({counted})"
+
+
+def delta_text(mean: float, base_mean: float, scale: tuple[float, float]) -> str:
+    """The difference to the baseline's mean, ✓ within the paper's tolerance (0.1 on 1-5), ✗ beyond."""
+    delta = mean - base_mean
+    return f"{delta:+.2f} {'✓' if abs(delta) <= tolerance(scale) + 1e-9 else '✗'}"
+
+
+def tolerance(scale: tuple[float, float]) -> float:
+    """The paper's criterion on a judge's scale: 0.1 on 1-5, scaled by the span on another."""
+    return JUDGE_TOLERANCE * (scale[1] - scale[0]) / JUDGE_SPAN
+
+
+def judge_column_names(verdicts: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(judge, fingerprint) -> its column: 'judge <name>', with the fingerprint's start when a name has several."""
+    pairs = sorted(set(zip(verdicts["judge"], verdicts["judge_fingerprint"])))
+    names = [name for name, _ in pairs]
+    return {(name, fp): f"judge {name}" if names.count(name) == 1 else f"judge {name} {fp[:8]}" for name, fp in pairs}
+
+
+def add_judge_columns(results: Results, rows: list[dict], baseline: str) -> list[str]:
+    """Add the judge columns to the quality table's ``rows`` (one per cell, in ``results.cells`` order); the notes."""
+    none = [f"reply quality judge: none configured (the scores above are the rule-based task scores of "
+            f"ticktock.scoring; to add each decoder's mean 1-5 grade from a local judge model, run: {HOW_TO_JUDGE})"]
+    if not any(judgement_files(run.path) for cell in results.cells for run in cell.runs):
+        return none  # (no reply is extracted when no run has been judged)
+    judged = {(c.setup, c.decoder): cell_verdicts(c) for c in results.cells}
+    found = [verdicts for verdicts, _, _ in judged.values() if not verdicts.empty]
+    if not found:
+        return stale_note(sum(stale for _, _, stale in judged.values())) or none
+    every = pd.concat(found, ignore_index=True)
+    columns = judge_column_names(every)
+    for cell, row in zip(results.cells, rows):
+        verdicts, replies, _ = judged[(cell.setup, cell.decoder)]
+        base = judged.get((cell.setup, baseline), (no_judgements(), 0, 0))[0]
+        for judge, column in columns.items():
+            mine, theirs = of_judge(verdicts, judge), of_judge(base, judge)
+            row[column] = mean_text(mine["score"].tolist(), replies)
+            compared = cell.decoder != baseline and not mine.empty and not theirs.empty
+            row[f"Δ {column} vs {baseline}"] = (delta_text(mine["score"].mean(), theirs["score"].mean(), scale_of(mine))
+                                                if compared else "–")
+    return judge_notes(every, columns, baseline) + stale_note(sum(stale for _, _, stale in judged.values()))
+
+
+def of_judge(verdicts: pd.DataFrame, judge: tuple[str, str]) -> pd.DataFrame:
+    """The verdicts of one judge configuration: (name, fingerprint)."""
+    return verdicts[(verdicts["judge"] == judge[0]) & (verdicts["judge_fingerprint"] == judge[1])]
+
+
+def scale_of(verdicts: pd.DataFrame) -> tuple[float, float]:
+    """The (lowest, highest) score of a judge's verdicts (non-empty, one judge configuration)."""
+    return float(verdicts["scale_min"].iloc[0]), float(verdicts["scale_max"].iloc[0])
+
+
+def judge_notes(verdicts: pd.DataFrame, columns: dict[tuple[str, str], str], baseline: str) -> list[str]:
+    notes = []
+    for judge, column in columns.items():
+        mine = of_judge(verdicts, judge)
+        (low, high), fp = scale_of(mine), judge[1]
+        notes.append(f"{column}: {mine['judge_description'].iloc[0]} (fingerprint {fp[:12]}); the mean score on its "
+                     f"{low:g}-{high:g} scale over each decoder's judged replies, [low, high] its 95% Student-t interval "
+                     f"over replies; Δ: the mean minus {baseline}'s, ✓ where |Δ| <= {tolerance((low, high)):g} (the paper's criterion, "
+                     "0.1 on 1-5), ✗ beyond; reported only, never a FAILURE (greedy decoding in exact arithmetic gives "
+                     "lossless decoders the baseline's replies, hence its scores)")
+    return notes
+
+
+def stale_note(stale: int) -> list[str]:
+    if not stale:
+        return []
+    return [f"{stale} stored judge verdicts left out: the replies they judged have changed since (judge these runs "
+            "again: python -m ticktock.judge)"]
