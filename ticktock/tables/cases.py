@@ -19,15 +19,21 @@ and the tool-call session where the baseline's latency exceeds the comparison de
 when present) the most, a baseline deadline miss first; ``session_case`` makes the case of a named session
 (``python -m ticktock.tables ... --case SESSION_ID``).
 
-Example: a chunk arriving at 2000 ms whose window had 700 ms and used 120 ms of them::
+Example: a chunk arriving at 2000 ms whose window had 700 ms and worked 120 ms of them, done 300 ms after arrival::
 
-    >>> window_span(arrival_ms=2000.0, budget_ms=700.0, used_ms=120.0, waited_ms=0.0)
-    (1300.0, 1420.0)
+    >>> row = {"chunk_index": 1, "start_s": 1.0, "arrival_s": 2.0, "user_speaking": False, "kind": "speak",
+    ...        "output_text": "<|speak|>Hi", "num_output_tokens": 2, "lag_before_ms": 0.0, "carried_ms": 0.0,
+    ...        "lag_ms": 0.0, "response_ms": 300.0, "missed_deadline": False, "is_onset": True,
+    ...        "num_post_audio_forwards": 1, "draft_source": "silence", "num_draft_tokens": 4,
+    ...        "num_accepted_draft_tokens": 2, "window_budget_ms": 700.0, "window_used_ms": 120.0,
+    ...        "window_waited_ms": 0.0, "window_forwards": 3}
+    >>> frame = chunk_frame(pd.DataFrame([row]))
+    >>> frame[["window_open_ms", "window_work_end_ms", "work_end_ms", "text"]].values.tolist()
+    [[1300.0, 1420.0, 2300.0, 'Hi']]
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -76,14 +82,6 @@ class SessionTimeline:
         return replace(self, chunks=keep(self.chunks), forwards=keep(self.forwards), events=keep(self.events))
 
 
-def window_span(arrival_ms: float, budget_ms: float, used_ms: float, waited_ms: float) -> tuple[float, float]:
-    """When the idle window drafting a chunk opened, and when its work ended (NaN, NaN: no window)."""
-    if not budget_ms > 0:
-        return (math.nan, math.nan)
-    opened = arrival_ms - budget_ms
-    return (opened, opened + used_ms + waited_ms)
-
-
 def display_text(text: str) -> str:
     """A chunk's committed text for a reader: structural tokens dropped (a tool call keeps its JSON).
 
@@ -93,16 +91,24 @@ def display_text(text: str) -> str:
     return SPECIAL.sub("", text or "").strip()
 
 
+def last_deadlines(rows: pd.DataFrame, arrival: pd.Series, start: pd.Series) -> pd.Series:
+    """Each chunk's deadline: the next chunk's arrival; for a session's last chunk, its arrival plus the longest
+    chunk after the first (as the replay's chunk duration)."""
+    sessions = rows["session_id"] if "session_id" in rows else pd.Series("", index=rows.index)
+    duration = (arrival - start).where(rows.groupby(sessions).cumcount() > 0)
+    longest = duration.groupby(sessions).transform("max").fillna((arrival - start).groupby(sessions).transform("max"))
+    return arrival.groupby(sessions).shift(-1).fillna(arrival + longest)
+
+
 def chunk_frame(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per chunk: its audio span, deadline, post-audio work span, idle window, lag and text (ms)."""
-    rows = rows.sort_values("chunk_index").reset_index(drop=True)
+    """Per chunk (of one session, or of several with their ``session_id``): its audio span, deadline, post-audio
+    work span, idle window, lag and text (ms)."""
+    keys = ["session_id", "chunk_index"] if "session_id" in rows else ["chunk_index"]
+    rows = rows.sort_values(keys).reset_index(drop=True)
     arrival, start = 1000.0 * rows["arrival_s"], 1000.0 * rows["start_s"]
-    durations = (arrival - start).tolist()
-    last_duration = max(durations[1:] or durations or [0.0])
-    deadline = arrival.shift(-1).fillna(arrival.iloc[-1] + last_duration)
-    windows = [window_span(a, b, u, w) for a, b, u, w in
-               zip(arrival, rows["window_budget_ms"], rows["window_used_ms"], rows["window_waited_ms"])]
-    return pd.DataFrame({
+    deadline = last_deadlines(rows, arrival, start)
+    opened = (arrival - rows["window_budget_ms"]).where(rows["window_budget_ms"] > 0)  # NaN: no window
+    frame = pd.DataFrame({
         "chunk_index": rows["chunk_index"].astype(int),
         "start_ms": start, "arrival_ms": arrival, "deadline_ms": deadline,
         "user_speaking": rows["user_speaking"].astype(bool),
@@ -114,54 +120,68 @@ def chunk_frame(rows: pd.DataFrame) -> pd.DataFrame:
         "response_ms": rows["response_ms"], "missed_deadline": rows["missed_deadline"].astype(bool),
         "is_onset": rows["is_onset"].astype(bool), "tool_call": rows["kind"] == "tool",
         "post_audio_forwards": rows["num_post_audio_forwards"].astype(int),
-        "draft_source": rows["draft_source"].where(rows["draft_source"].notna(), None),
+        "draft_source": rows["draft_source"].astype(object).where(rows["draft_source"].notna(), None),
         "draft_tokens": rows["num_draft_tokens"].astype(int),
         "accepted_tokens": rows["num_accepted_draft_tokens"].astype(int),
-        "window_open_ms": [w[0] for w in windows], "window_work_end_ms": [w[1] for w in windows],
+        "window_open_ms": opened, "window_work_end_ms": opened + rows["window_used_ms"] + rows["window_waited_ms"],
         "window_budget_ms": rows["window_budget_ms"], "window_forwards": rows["window_forwards"].astype(int),
     })
+    return frame.assign(session_id=rows["session_id"]) if "session_id" in rows else frame
 
 
 def forward_frame(forwards: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFrame:
-    """Every target forward of the session placed in time: post-audio forwards from their chunk's work start,
-    draft and early-prefill forwards from the opening of the chunk's idle window."""
+    """Every target forward placed in time: post-audio forwards from their chunk's work start, draft and
+    early-prefill forwards from the opening of the chunk's idle window (``chunks``: ``chunk_frame``'s rows of the
+    same sessions)."""
     columns = ["chunk_index", "phase", "forward_index", "start_ms", "end_ms", "tokens_committed", "draft_tokens",
                "query_tokens", "tree"]
+    keys = ["session_id", "chunk_index"] if "session_id" in chunks else ["chunk_index"]
     if forwards.empty:
         return pd.DataFrame(columns=columns)
-    bases = chunks.set_index("chunk_index")
-    placed = forwards.sort_values(["chunk_index", "phase", "forward_index"]).reset_index(drop=True)
-    in_window = placed["phase"].isin(WINDOW_PHASES)
-    base = placed["chunk_index"].map(bases["work_start_ms"]).where(~in_window,
-                                                                    placed["chunk_index"].map(bases["window_open_ms"]))
+    placed = forwards.merge(chunks[keys + ["work_start_ms", "window_open_ms"]], on=keys, how="left")
+    base = placed["work_start_ms"].where(~placed["phase"].isin(WINDOW_PHASES), placed["window_open_ms"])
     placed["end_ms"], placed["start_ms"] = base + placed["end_ms"], base + placed["end_ms"] - placed["charged_ms"]
-    placed = placed.sort_values(["start_ms", "chunk_index", "forward_index"], kind="stable").reset_index(drop=True)
-    return placed[columns]
+    placed = placed.sort_values(keys[:-1] + ["start_ms", "chunk_index", "forward_index"], kind="stable")
+    return placed[keys[:-1] + columns].reset_index(drop=True)
 
 
 def event_frame(chunks: pd.DataFrame) -> pd.DataFrame:
     """Onsets and tool calls (done at ``work_end_ms``, latency = response) and deadline misses (at the deadline,
-    with the lag they carried into the next chunk)."""
-    events = []
-    for chunk in chunks.itertuples(index=False):
-        if chunk.is_onset:
-            events.append(("onset", chunk.chunk_index, chunk.work_end_ms, chunk.response_ms))
-        if chunk.tool_call:
-            events.append(("tool call", chunk.chunk_index, chunk.work_end_ms, chunk.response_ms))
-        if chunk.missed_deadline:
-            events.append(("deadline miss", chunk.chunk_index, chunk.deadline_ms, chunk.lag_ms))
-    return pd.DataFrame(events, columns=["event", "chunk_index", "at_ms", "ms"])
+    with the lag they carried into the next chunk), in chunk order."""
+    kinds = (("onset", "is_onset", "work_end_ms", "response_ms"), ("tool call", "tool_call", "work_end_ms", "response_ms"),
+             ("deadline miss", "missed_deadline", "deadline_ms", "lag_ms"))
+    keys = ["session_id"] if "session_id" in chunks else []
+    parts = [chunks.loc[chunks[flag], keys + ["chunk_index", at, value]].set_axis(keys + ["chunk_index", "at_ms", "ms"],
+                                                                                axis=1).assign(event=name, rank=rank)
+             for rank, (name, flag, at, value) in enumerate(kinds)]
+    events = pd.concat(parts, ignore_index=True).sort_values(keys + ["chunk_index", "rank"], kind="stable")
+    events = events[keys + ["event", "chunk_index", "at_ms", "ms"]].reset_index(drop=True)
+    return events.astype({"chunk_index": int, "at_ms": float, "ms": float})
+
+
+def run_timelines(run: Run, sessions: list[str] | None = None) -> dict[str, SessionTimeline]:
+    """The timelines of ``sessions`` of ``run`` (default: all), computed together (one pass over the run's rows)."""
+    rows = run.chunks if sessions is None else run.chunks[run.chunks["session_id"].isin(sessions)]
+    forwards = run.forwards()
+    chunks = chunk_frame(rows)
+    placed = forward_frame(forwards[forwards["session_id"].isin(set(rows["session_id"]))], chunks)
+    events, clock = event_frame(chunks), run.setup().clock
+    tasks = dict(zip(rows["session_id"], rows["task"]))
+    split = lambda frame: {sid: part.drop(columns="session_id").reset_index(drop=True)  # noqa: E731
+                           for sid, part in frame.groupby("session_id", sort=False)} if "session_id" in frame else {}
+    by_chunks, by_forwards, by_events = split(chunks), split(placed), split(events)
+    empty_forwards, empty_events = forward_frame(forwards.iloc[:0], chunks), event_frame(chunks.iloc[:0])
+    return {sid: SessionTimeline(run.run_id, run.decoder, sid, str(tasks[sid]), clock, frame,
+                                 by_forwards.get(sid, empty_forwards), by_events.get(sid, empty_events.drop(columns="session_id")))
+            for sid, frame in by_chunks.items()}
 
 
 def session_timeline(run: Run, session_id: str) -> SessionTimeline:
     """The timeline of one session of ``run``."""
-    rows = run.chunks[run.chunks["session_id"] == session_id]
-    if rows.empty:
+    timelines = run_timelines(run, [session_id])
+    if session_id not in timelines:
         raise TablesError(f"session {session_id!r} is not in run {run.path}")
-    chunks = chunk_frame(rows)
-    forwards = forward_frame(run.forwards(session_id), chunks)
-    return SessionTimeline(run.run_id, run.decoder, session_id, str(rows["task"].iloc[0]),
-                           run.setup().clock, chunks, forwards, event_frame(chunks))
+    return timelines[session_id]
 
 
 def run_with(results: Results, setup: Setup, decoder: str, session_id: str) -> Run | None:

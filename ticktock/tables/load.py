@@ -96,6 +96,7 @@ class Run:
     sessions: pd.DataFrame
     note: str | None = None  # an interrupted run used anyway: what was used
     _forwards: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    _forwards_by_session: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def decoder(self) -> str:
@@ -122,9 +123,10 @@ class Run:
             killed = self.note is not None and self.meta.get("status") == "running"
             self._forwards = (_read_parts(self.path, "forwards") if killed
                               else _read_table(self.path / "forwards.parquet", "forwards"))
+            self._forwards_by_session = dict(tuple(self._forwards.groupby("session_id", sort=False)))
         if session_id is None:
             return self._forwards
-        return self._forwards[self._forwards["session_id"] == session_id]
+        return self._forwards_by_session.get(session_id, self._forwards.iloc[:0])
 
     def setup(self) -> Setup:
         config, clock = self.meta["config"], self.meta.get("clock") or {}

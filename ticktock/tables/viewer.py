@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 
-from ticktock.tables.cases import session_timeline
+from ticktock.tables.cases import run_timelines
 from ticktock.tables.common import setup_label
 from ticktock.tables.load import Results
 
@@ -43,19 +42,17 @@ DIGITS = 1  # milliseconds are kept to 0.1 ms
 DEFAULT_SESSIONS = 120  # sessions embedded by default (of each run: the same ones); --viewer-sessions changes it
 
 
-def _plain(value):
-    """A JSON-ready cell: numpy scalars as Python numbers, NaN as null, times rounded to ``DIGITS``."""
-    if value is None:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, DIGITS)
-    return value
+def _column(values) -> list:
+    """One column as JSON-ready values: NaN and None as null, floats rounded to ``DIGITS``."""
+    out = values.tolist() if hasattr(values, "tolist") else list(values)
+    if values.dtype.kind == "f":
+        return [None if v != v else round(v, DIGITS) for v in out]
+    return [None if v is None or (isinstance(v, float) and v != v) else v for v in out]
 
 
 def _rows(frame, columns: list[str]) -> list[list]:
-    return [[_plain(v) for v in row] for row in frame[columns].itertuples(index=False, name=None)]
+    """JSON-ready rows of ``columns`` (column by column: no per-cell pandas access)."""
+    return [list(row) for row in zip(*(_column(frame[c].to_numpy()) for c in columns))] if len(frame) else []
 
 
 def chosen_sessions(results: Results, limit: int | None, first: tuple[str, ...] = ()) -> list[str]:
@@ -89,12 +86,11 @@ def viewer_data(results: Results, limit: int | None = DEFAULT_SESSIONS, first: t
     for cell in results.cells:
         for run in cell.runs:
             held = set(run.sessions["session_id"])
-            sessions = []
-            for session_id in (s for s in chosen if s in held):
-                timeline = session_timeline(run, session_id)
-                sessions.append({"session_id": session_id, "task": timeline.task,
-                                 "chunks": _rows(timeline.chunks, CHUNK_COLUMNS),
-                                 "forwards": _rows(timeline.forwards, FORWARD_COLUMNS)})
+            timelines = run_timelines(run, [s for s in chosen if s in held])
+            sessions = [{"session_id": session_id, "task": timelines[session_id].task,
+                         "chunks": _rows(timelines[session_id].chunks, CHUNK_COLUMNS),
+                         "forwards": _rows(timelines[session_id].forwards, FORWARD_COLUMNS)}
+                        for session_id in chosen if session_id in timelines]
             runs.append({"run_id": run.run_id, "decoder": run.decoder, "setup": setup_label(cell.setup),
                          "clock": cell.setup.clock, "sessions": sessions})
     return {"format": FORMAT, "chunk_columns": CHUNK_COLUMNS, "forward_columns": FORWARD_COLUMNS, "runs": runs,
