@@ -27,6 +27,7 @@ COMMANDS = {
     "calibrate": ("ticktock.calibrate", "measure a cost profile for the modeled clock on this device"),
     "synth": ("ticktock.corpus.synth", "generate a spoken session corpus (eSpeak NG)"),
     "convert": ("ticktock.corpus.convert", "convert a published dataset (local copy) into a manifest"),
+    "augment": ("ticktock.corpus.augment", "an augmented copy of a corpus (speed, pitch, room, band, noise, pauses)"),
     "train": ("ticktock.embedded.train", "train the embedded model"),
     "evaluate": ("ticktock.embedded.evaluate", "the embedded model's quality gates"),
 }
