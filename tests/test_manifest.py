@@ -56,6 +56,10 @@ def test_first_chunk_duration(tmp_path):
          r"turns\[0\].words\[1\].*not monotonic"),
         ({"expected": {"tool_calls": [{"name": "f"}]}}, r"expected.tool_calls\[0\]"),
         ({"tools": [{"description": "no name"}]}, r"field 'tools\[0\]'"),
+        ({"expected": {"script": [{"turn": 0, "action": "speak", "text": "Hi.", "variants": "Hello."}]}},
+         r"m.jsonl:2: field 'expected.script\[0\].variants': expected a list of non-empty strings"),
+        ({"expected": {"script": [{"turn": 0, "action": "speak", "text": "Hi.", "variants": ["Hello.", " "]}]}},
+         r"field 'expected.script\[0\].variants'"),
     ],
 )
 def test_bad_fields_are_named_with_file_and_line(tmp_path, change, message):
@@ -65,6 +69,13 @@ def test_bad_fields_are_named_with_file_and_line(tmp_path, change, message):
         bad.pop("session_id")
     with pytest.raises(ManifestError, match=message):
         load_manifest(write(tmp_path, line, bad))
+
+
+def test_reply_actions_may_carry_variants(tmp_path):
+    script = [{"turn": 0, "action": "speak", "text": "Hi.", "variants": ["Hello.", "Hey there."]},
+              {"turn": 0, "action": "backchannel", "text": "mm-hmm", "at_s": 1.2, "variants": []}]
+    (session,) = load_manifest(write(tmp_path, good_line(expected={"script": script})))
+    assert session.expected["script"] == script
 
 
 def test_invalid_json_and_duplicates(tmp_path):

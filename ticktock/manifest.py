@@ -25,7 +25,9 @@ Turns: ``speaker`` is ``"user"`` (the person talking to the model) or ``"other"`
 room). ``role`` says what the turn is for (``request``, ``statement``, ``backchannel``, ``interruption``,
 ``side_talk``, ``background``, ...). ``words`` may be empty when the source has no word timings; then
 ``user_speaking`` falls back to the turn span. ``expected`` and ``provenance`` are free-form objects
-whose listed keys are type-checked when present.
+whose listed keys are type-checked when present. A reply action of ``expected.script`` (``speak``,
+``speak_after_tools``, ``backchannel``) may carry ``variants``, a list of other phrasings of its ``text``
+(non-empty strings).
 
 Example::
 
@@ -285,6 +287,12 @@ def _check_expected(line: _Line, expected: dict) -> None:
     for i, call in enumerate(line.get("tool_calls", list, [], data=expected)):
         if not (isinstance(call, dict) and isinstance(call.get("function"), str) and isinstance(call.get("args"), dict)):
             raise line.fail(f"expected.tool_calls[{i}]", 'expected {"function": str, "args": {...}}')
+    script = expected.get("script")
+    for i, action in enumerate(script if isinstance(script, list) else []):
+        variants = action.get("variants") if isinstance(action, dict) else None
+        if variants is not None and not (isinstance(variants, list)
+                                         and all(isinstance(v, str) and v.strip() for v in variants)):
+            raise line.fail(f"expected.script[{i}].variants", f"expected a list of non-empty strings, got {variants!r:.60}")
 
 
 def load_manifest(path: str | os.PathLike, tasks: Iterable[str] | None = None) -> list[Session]:

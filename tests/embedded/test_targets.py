@@ -1,14 +1,20 @@
-"""The oracle policy (training targets) and the training-sequence layout, on hand-made sessions."""
+"""The oracle policy (training targets), its drawn reply phrasings, and the training-sequence layout, on
+hand-made sessions."""
 
+import hashlib
+import json
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ticktock.adapters.fixture import build_fixture_adapter
 from ticktock.embedded.data import AUDIO, IGNORE, layout
 from ticktock.embedded.targets import ChunkPlan, call_groups, plan_session, speak_units, tool_call_text
-from ticktock.manifest import Session, Turn
+from ticktock.manifest import Session, Turn, load_manifest
 from ticktock.mock_tools import MockToolExecutor
+from ticktock.resources import resource_path
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +95,103 @@ def test_layout_matches_what_the_engine_feeds(adapter):
                       p.speak, 50, p.chunk_eos]
     assert labels == [IGNORE, IGNORE, IGNORE, IGNORE, p.listen, IGNORE, IGNORE, IGNORE, IGNORE, IGNORE, p.speak,
                       50, p.chunk_eos, IGNORE]
+
+
+# ------------------------------------------------------------------------------------------ drawn phrasings
+
+REPLIES = ("The capital of Peru is Lima.", "Lima is the capital of Peru.", "It's Lima, in Peru.")
+NODS = ("mm-hmm", "I see", "okay")
+PLAN_BEFORE_VARIANTS = "8b13e368a1311aa2"  # the plans of the shipped mini corpus before plan_session took an rng
+
+
+def spoken(adapter, plans) -> list[str]:
+    """The text of every reply (speak units joined up to their turn end) and backchannel, in order."""
+    p, texts, current = adapter.protocol, [], []
+    for plan in plans:
+        if plan.label == "backchannel":
+            texts.append(adapter.decode_tokens(plan.output[1:-1]).strip())
+        elif plan.label == "speak":
+            current += plan.output[1:-1]
+            if p.turn_eos in current:
+                texts.append(adapter.decode_tokens([t for t in current if t != p.turn_eos]).strip())
+                current = []
+    return texts
+
+
+def varied_session():
+    turns = [Turn("user", "statement", "story", 1.0, 5.0), Turn("user", "request", "q", 8.0, 9.0, (), True)]
+    script = [{"turn": 0, "action": "backchannel", "text": NODS[0], "at_s": 2.0, "variants": list(NODS[1:])},
+              {"turn": 0, "action": "speak", "text": REPLIES[0], "variants": list(REPLIES[1:])},
+              {"turn": 1, "action": "speak", "text": REPLIES[0], "variants": list(REPLIES[1:])}]
+    return session(turns, script, duration=16.0)
+
+
+def test_without_rng_every_action_says_its_text_as_before(adapter):
+    executor = MockToolExecutor()
+    with_variants = varied_session()
+    plain = session(with_variants.turns, [{k: v for k, v in a.items() if k != "variants"}
+                                          for a in with_variants.expected["script"]], 16.0)
+    plans = plan_session(with_variants, adapter, executor)
+    assert plans == plan_session(plain, adapter, executor)
+    assert plans == plan_session(plain, adapter, executor, rng=np.random.default_rng(3))  # nothing to draw from
+    assert spoken(adapter, plans) == [NODS[0], REPLIES[0], REPLIES[0]]
+
+
+def test_the_plans_of_the_shipped_corpus_are_unchanged(adapter):
+    digest = hashlib.sha256()
+    for s in load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl")):
+        for plan in plan_session(s, adapter, MockToolExecutor()):
+            digest.update(repr((plan.tail, plan.output, plan.label)).encode())
+    assert digest.hexdigest()[:16] == PLAN_BEFORE_VARIANTS
+
+
+def test_an_rng_draws_every_phrasing_independently_per_action_and_the_same_for_the_same_seed(adapter):
+    executor = MockToolExecutor()
+    draws = [tuple(spoken(adapter, plan_session(varied_session(), adapter, executor, rng=np.random.default_rng(seed))))
+             for seed in range(40)]
+    assert all(nod in NODS and first in REPLIES and second in REPLIES for nod, first, second in draws)
+    assert {d[0] for d in draws} == set(NODS) and {d[1] for d in draws} == {d[2] for d in draws} == set(REPLIES)
+    assert any(first != second for _, first, second in draws)  # each action draws on its own
+    again = tuple(spoken(adapter, plan_session(varied_session(), adapter, executor, rng=np.random.default_rng(7))))
+    assert again == draws[7]
+
+
+def test_a_drawn_phrasing_keeps_the_timing_of_the_plan(adapter):
+    """Where each reply starts does not depend on the phrasing (only how many units it takes)."""
+    executor = MockToolExecutor()
+    plain = plan_session(varied_session(), adapter, executor)
+    drawn = plan_session(varied_session(), adapter, executor, rng=np.random.default_rng(1))
+    first_units = lambda plans: [i for i, p in enumerate(plans) if p.label != "listen"
+                                 and (i == 0 or plans[i - 1].label == "listen")]
+    assert first_units(drawn) == first_units(plain)
+
+
+def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_corpus(embedded_adapter, tmp_path):
+    """Every phrasing keeps the answer and the tool values, and fits the session: drawn plans score like the text."""
+    from ticktock.corpus.splits import EVAL_SEED_LIMIT
+    from ticktock.corpus.synth import generate
+    from ticktock.corpus.tasks import BUILDERS
+    from ticktock.injection import parse_tool_call
+    from ticktock.scoring import rates, score_session
+
+    adapter, executor = embedded_adapter, MockToolExecutor()
+    total = Counter()
+    for s in generate(tmp_path, list(BUILDERS), "train", EVAL_SEED_LIMIT, 4):
+        rows = []
+        plans = plan_session(s, adapter, executor, rng=np.random.default_rng(session_seed(s)))
+        for span, plan in zip(s.chunk_spans(), plans):
+            calls = [parse_tool_call(t) for t in adapter.tool_call_texts(plan.output)]
+            rows.append({"chunk_index": span.index, "start_s": span.start_s, "arrival_s": span.end_s,
+                         "kind": adapter.protocol.kind_of(plan.output), "output_text": adapter.decode_tokens(plan.output),
+                         "tool_calls_json": json.dumps(calls) if calls else ""})
+        turns = [{"speaker": t.speaker, "role": t.role, "start_s": t.start_s, "end_s": t.end_s,
+                  "expects_response": t.expects_response} for t in s.turns]
+        total += score_session(rows, s.expected, turns)
+    measured = rates(total)
+    assert set(measured) >= {"qa", "tool_strict", "respond", "stop", "keep", "backchannel", "false_speak"}
+    assert all(value == 1.0 for name, value in measured.items() if name != "false_speak"), measured
+    assert measured["false_speak"] == 0.0
+
+
+def session_seed(session) -> int:
+    return int(hashlib.sha256(session.session_id.encode()).hexdigest()[:8], 16)

@@ -4,7 +4,9 @@ A :class:`Fact` is one (subject, answer) pair of a fact type ("capital": France 
 :class:`Template` asks about any fact of its type in one phrasing; templates belong to a *group* that says
 which task draws them (``llama``, ``web``, ``trivia`` for the three QA tasks; ``pause`` for pause-handling
 requests, where "|" marks the mid-utterance pause; ``casual`` and ``barge`` for the turn-taking tasks).
-A question item is a (template, fact) pair; its split is fixed by :func:`ticktock.corpus.splits.form_split`
+Every fact has several spoken replies: the reply (:func:`reply_for`) and its variants
+(:func:`reply_variants`), from the kind's templates in ``REPLIES`` or written with the fact; each contains
+the answer. A question item is a (template, fact) pair; its split is fixed by :func:`ticktock.corpus.splits.form_split`
 over all templates of the fact's type, so every fact keeps training phrasings.
 
 Example::
@@ -13,6 +15,8 @@ Example::
     >>> template = template_by_id("capital.llama.1")
     >>> render_question(template, fact), reply_for(fact)
     ('What is the capital of France?', 'The capital of France is Paris.')
+    >>> reply_variants(fact)
+    ('Paris is the capital of France.', 'The capital city of France is Paris.', 'In France, the capital is Paris.')
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ticktock.corpus.script import variants_of
 from ticktock.corpus.splits import form_split
 
 GROUPS = ("llama", "web", "trivia", "pause", "casual", "barge")
@@ -33,6 +38,7 @@ class Fact:
     answer: str  # short reference answer
     aliases: tuple[str, ...] = ()
     reply: str | None = None  # explicit spoken reply; default: the kind's reply template
+    variants: tuple[str, ...] = ()  # other phrasings of an explicit reply
 
     @property
     def id(self) -> str:
@@ -136,12 +142,16 @@ uranium = U; iodine = I
 """
 ELEMENT_SYMBOLS = _pairs("element_symbol", _ELEMENTS)
 SYMBOL_ELEMENTS = [
-    Fact("symbol_element", " ".join(f.answer.upper()), f.subject, (), f"{f.answer} is the chemical symbol for {f.subject}.")
+    Fact("symbol_element", " ".join(f.answer.upper()), f.subject, (), f"{f.answer} is the chemical symbol for {f.subject}.",
+         (f"The symbol {f.answer} stands for {f.subject}.", f"{f.subject.capitalize()} has the chemical symbol {f.answer}.",
+          f"That's {f.subject}, whose chemical symbol is {f.answer}."))
     for f in ELEMENT_SYMBOLS
 ]
 
 PLANETS = [
-    Fact("planet_order", ordinal, planet, (), f"{planet} is the {ordinal} planet from the Sun.")
+    Fact("planet_order", ordinal, planet, (), f"{planet} is the {ordinal} planet from the Sun.",
+         (f"The {ordinal} planet from the Sun is {planet}.", f"Counting from the Sun, {planet} comes {ordinal}.",
+          f"It's {planet}, the {ordinal} planet out from the Sun."))
     for ordinal, planet in zip(
         ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"),
         ("Mercury", "Venus", "Earth", "Mars", "Jupiter", "Saturn", "Uranus", "Neptune"),
@@ -163,23 +173,40 @@ the Space Needle = Seattle; the Little Mermaid statue = Copenhagen
 """, {"the Statue of Liberty": ("New York City",)})
 
 COUNTS = [
-    Fact("count", subject, answer, (digits,), reply)
-    for subject, answer, digits, reply in (
-        ("legs does a spider have", "eight", "8", "A spider has eight legs."),
-        ("legs does an insect have", "six", "6", "An insect has six legs."),
-        ("days are there in a week", "seven", "7", "There are seven days in a week."),
-        ("months are there in a year", "twelve", "12", "There are twelve months in a year."),
-        ("sides does a hexagon have", "six", "6", "A hexagon has six sides."),
-        ("sides does an octagon have", "eight", "8", "An octagon has eight sides."),
-        ("minutes are there in an hour", "sixty", "60", "There are sixty minutes in an hour."),
-        ("hours are there in a day", "twenty-four", "24", "There are twenty-four hours in a day."),
-        ("players does a soccer team have on the field", "eleven", "11", "A soccer team has eleven players on the field."),
-        ("strings does a violin have", "four", "4", "A violin has four strings."),
-        ("continents are there", "seven", "7", "There are seven continents."),
-        ("planets are in our solar system", "eight", "8", "There are eight planets in our solar system."),
-        ("keys does a standard piano have", "eighty-eight", "88", "A standard piano has eighty-eight keys."),
-        ("days are in a leap year", "three hundred sixty-six", "366", "A leap year has three hundred sixty-six days."),
-        ("hearts does an octopus have", "three", "3", "An octopus has three hearts."),
+    Fact("count", subject, answer, (digits,), reply, tuple(variants.split(" | ")))
+    for subject, answer, digits, reply, variants in (
+        ("legs does a spider have", "eight", "8", "A spider has eight legs.",
+         "Spiders have eight legs. | It has eight legs. | A spider walks on eight legs."),
+        ("legs does an insect have", "six", "6", "An insect has six legs.",
+         "Insects have six legs. | It has six legs. | Every insect has six legs."),
+        ("days are there in a week", "seven", "7", "There are seven days in a week.",
+         "A week has seven days. | A week is seven days long. | There are seven, from Monday to Sunday."),
+        ("months are there in a year", "twelve", "12", "There are twelve months in a year.",
+         "A year has twelve months. | A year is made of twelve months. | There are twelve, January to December."),
+        ("sides does a hexagon have", "six", "6", "A hexagon has six sides.",
+         "Hexagons have six sides. | It has six sides. | A hexagon always has six sides."),
+        ("sides does an octagon have", "eight", "8", "An octagon has eight sides.",
+         "Octagons have eight sides. | It has eight sides. | An octagon always has eight sides."),
+        ("minutes are there in an hour", "sixty", "60", "There are sixty minutes in an hour.",
+         "An hour has sixty minutes. | An hour is sixty minutes long. | There are sixty of them in an hour."),
+        ("hours are there in a day", "twenty-four", "24", "There are twenty-four hours in a day.",
+         "A day has twenty-four hours. | A day is twenty-four hours long. | One day lasts twenty-four hours."),
+        ("players does a soccer team have on the field", "eleven", "11", "A soccer team has eleven players on the field.",
+         "Each soccer team fields eleven players. | There are eleven players per team on the field. "
+         "| A soccer team plays with eleven players on the field."),
+        ("strings does a violin have", "four", "4", "A violin has four strings.",
+         "Violins have four strings. | It has four strings. | A standard violin has four strings."),
+        ("continents are there", "seven", "7", "There are seven continents.",
+         "The world has seven continents. | There are seven of them. | Earth has seven continents."),
+        ("planets are in our solar system", "eight", "8", "There are eight planets in our solar system.",
+         "Our solar system has eight planets. | Eight planets go around our Sun. | The solar system has eight planets in it."),
+        ("keys does a standard piano have", "eighty-eight", "88", "A standard piano has eighty-eight keys.",
+         "Most pianos have eighty-eight keys. | A full piano keyboard has eighty-eight keys. | It has eighty-eight keys."),
+        ("days are in a leap year", "three hundred sixty-six", "366", "A leap year has three hundred sixty-six days.",
+         "Leap years have three hundred sixty-six days. | A leap year lasts three hundred sixty-six days. "
+         "| It has three hundred sixty-six days."),
+        ("hearts does an octopus have", "three", "3", "An octopus has three hearts.",
+         "Octopuses have three hearts. | It has three hearts. | Every octopus has three hearts."),
     )
 ]
 
@@ -188,16 +215,25 @@ ALL_FACTS: tuple[Fact, ...] = tuple(
     + PLANETS + BABY_ANIMALS + LANDMARKS + COUNTS
 )
 
-REPLIES = {
-    "capital": "The capital of {subject} is {answer}.",
-    "currency": "The currency of {subject} is the {answer}.",
-    "language": "The main language of {subject} is {answer}.",
-    "continent": "{subject} is in {answer}.",
-    "author": "{subject} was written by {answer}.",
-    "composer": "{subject} was composed by {answer}.",
-    "element_symbol": "The chemical symbol for {subject} is {answer}.",
-    "baby_animal": "A baby {subject} is called {a_answer}.",
-    "landmark": "{subject} is in {answer}.",
+REPLIES = {  # fact kind -> reply templates: the reply, then its variants
+    "capital": ("The capital of {subject} is {answer}.", "{answer} is the capital of {subject}.",
+                "The capital city of {subject} is {answer}.", "In {subject}, the capital is {answer}."),
+    "currency": ("The currency of {subject} is the {answer}.", "The {answer} is the currency of {subject}.",
+                 "{subject} uses the {answer} as its currency.", "In {subject}, people pay with the {answer}."),
+    "language": ("The main language of {subject} is {answer}.", "{answer} is the main language of {subject}.",
+                 "People in {subject} mainly speak {answer}.", "In {subject}, most people speak {answer}."),
+    "continent": ("{subject} is in {answer}.", "{subject} lies in {answer}.", "{subject} is part of {answer}.",
+                  "It's in {answer}."),
+    "author": ("{subject} was written by {answer}.", "{answer} wrote {subject}.", "The author of {subject} is {answer}.",
+               "{subject} is the work of {answer}."),
+    "composer": ("{subject} was composed by {answer}.", "{answer} composed {subject}.",
+                 "The composer of {subject} was {answer}.", "{subject} is the work of {answer}."),
+    "element_symbol": ("The chemical symbol for {subject} is {answer}.", "{answer} is the chemical symbol for {subject}.",
+                       "The symbol for {subject} is {answer}.", "{subject} has the chemical symbol {answer}."),
+    "baby_animal": ("A baby {subject} is called {a_answer}.", "A young {subject} is called {a_answer}.",
+                    "We call a baby {subject} {a_answer}.", "{a_answer} is a baby {subject}."),
+    "landmark": ("{subject} is in {answer}.", "{subject} stands in {answer}.", "{answer} is home to {subject}.",
+                 "You'll find {subject} in {answer}."),
 }
 
 _TEMPLATE_TEXTS = {
@@ -307,6 +343,10 @@ class Question:
     def reply(self) -> str:
         return reply_for(self.fact)
 
+    @property
+    def reply_variants(self) -> tuple[str, ...]:
+        return reply_variants(self.fact)
+
 
 def capitalize(text: str) -> str:
     return text[:1].upper() + text[1:]
@@ -324,10 +364,17 @@ def render_question(template: Template, fact: Fact, keep_pauses: bool = False) -
 
 def reply_for(fact: Fact) -> str:
     """The scripted spoken reply to any question about ``fact``; it contains the reference answer."""
-    if fact.reply:
-        return fact.reply
-    text = REPLIES[fact.kind].format(subject=fact.subject, answer=fact.answer, a_answer=with_article(fact.answer))
-    return capitalize(text)
+    return fact.reply or _render_reply(REPLIES[fact.kind][0], fact)
+
+
+def reply_variants(fact: Fact) -> tuple[str, ...]:
+    """The other phrasings of :func:`reply_for`; each contains the reference answer too."""
+    phrasings = fact.variants if fact.reply else tuple(_render_reply(t, fact) for t in REPLIES[fact.kind][1:])
+    return variants_of(reply_for(fact), phrasings)
+
+
+def _render_reply(template: str, fact: Fact) -> str:
+    return capitalize(template.format(subject=fact.subject, answer=fact.answer, a_answer=with_article(fact.answer)))
 
 
 @lru_cache(maxsize=None)

@@ -5,6 +5,13 @@ the real durations are only known after synthesis. Times that the expected behav
 a barge-in time) are written as references (``At``, ``PauseStart``, ``PauseSpans``, ``TurnSpan``) and
 replaced by numbers in :func:`ticktock.corpus.layout.resolve` once the utterances are placed.
 
+Reply phrasings: every model reply a script action holds (``speak``, ``speak_after_tools``,
+``backchannel``) carries, next to its ``text``, a list ``variants`` of other phrasings of the same reply
+(templates of the item, or authored alternatives; never drawn from the session's random generator). The
+text stays the first phrasing and alone sets the session's timing; a variant keeps the answer, every
+tool-result value and the kind of reply, and about the text's length (so it fits the time the script
+leaves). Training targets may draw any phrasing (``ticktock.embedded.targets.plan_session``).
+
 Reply timing model (the brief's conventions): a reply to turn i starts ``REPLY_DELAY_S`` after turn i
 ends and lasts ``REPLY_WORD_S`` per word; the next user turn starts after it plus a 0.5-1.5 s gap.
 
@@ -15,11 +22,14 @@ Example::
     >>> second_start = after_reply(0, reply, gap_s=1.0)
     >>> second_start
     At(turn=0, edge='end', offset_s=3.8)
+    >>> speak(0, reply, variants_of(reply, ["Paris is the capital of France.", reply]))
+    {'turn': 0, 'action': 'speak', 'text': 'The capital of France is Paris.', 'variants': ['Paris is the capital of France.']}
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable, Sequence
 
 from ticktock.corpus.speech import Piece
 
@@ -136,9 +146,21 @@ def into_reply(turn: int, delay_s: float) -> At:
     return At(turn, "end", round(REPLY_DELAY_S + delay_s, 3))
 
 
-def speak(turn: int, text: str) -> dict:
-    """The script action "reply to turn ``turn`` with ``text``"."""
-    return {"turn": turn, "action": "speak", "text": text}
+def speak(turn: int, text: str, variants: Sequence[str] = ()) -> dict:
+    """The script action "reply to turn ``turn`` with ``text``" (or one of its ``variants``)."""
+    action = {"turn": turn, "action": "speak", "text": text}
+    if variants:
+        action["variants"] = list(variants)
+    return action
+
+
+def variants_of(text: str, phrasings: Iterable[str]) -> tuple[str, ...]:
+    """The distinct ``phrasings`` other than ``text``, in their order.
+
+    >>> variants_of("Okay.", ["Okay.", "Right.", "Right.", "I see."])
+    ('Right.', 'I see.')
+    """
+    return tuple(p for p in dict.fromkeys(phrasings) if p != text)
 
 
 def answer(turn: int, reference: str, aliases: tuple[str, ...] | list[str] = ()) -> dict:

@@ -16,10 +16,17 @@ chunk, exactly in the MiniCPM-o / Gander layout the adapter decodes:
 - a model backchannel (``<|backchannel|> mm-hmm <|chunk_eos|>``) in the first chunk ``BACKCHANNEL_AFTER_S``
   into the user's pause, if the model is not speaking.
 
+Phrasings: without ``rng`` every reply and backchannel says its action's ``text``; with ``rng`` (a numpy
+Generator) each speak / speak_after_tools / backchannel action says a phrasing drawn uniformly from its text
+and its ``variants``, independently per action (see :func:`phrasing`), so a model trained on several plans
+of a session learns a distribution of replies. Where each reply starts is the same either way; only how
+many speak units it takes depends on the phrasing.
+
 Example::
 
     plan = plan_session(session, tokenizer_adapter, executor)    # one ChunkPlan per chunk
     plan[4].output   # e.g. [<|speak|>, 'The', ' capital', ... , <|chunk_eos|>]
+    drawn = plan_session(session, tokenizer_adapter, executor, rng=np.random.default_rng(7))
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from ticktock.manifest import Session
 RESPOND_AFTER_S = 0.5  # silence heard after a user turn before the reply starts
 BARGE_IN_S = 0.3  # barge-in speech heard before the model stops
 BACKCHANNEL_AFTER_S = 0.4  # pause heard before a model backchannel
+SPOKEN_ACTIONS = ("speak", "speak_after_tools", "backchannel")  # script actions whose text the model says
 
 
 @dataclass
@@ -85,6 +93,24 @@ def call_groups(calls: list[dict], request_text: str, executor, limit: int = 4) 
     return groups
 
 
+def phrasing(action: dict, rng=None) -> str:
+    """What a reply or backchannel action says: its ``text`` without ``rng``; with it, one of [text, *variants]
+    drawn uniformly (one draw, only when the action has variants).
+
+    >>> import numpy as np
+    >>> action = {"action": "speak", "text": "It is Paris.", "variants": ["Paris.", "The answer is Paris."]}
+    >>> phrasing(action)
+    'It is Paris.'
+    >>> rng = np.random.default_rng(0)
+    >>> [phrasing(action, rng) for _ in range(5)]
+    ['The answer is Paris.', 'Paris.', 'Paris.', 'It is Paris.', 'It is Paris.']
+    """
+    options = [action["text"], *action.get("variants", ())]
+    if rng is None or len(options) == 1:
+        return action["text"]
+    return options[int(rng.integers(len(options)))]
+
+
 def backchannel_unit(adapter, text: str) -> list[int]:
     p = adapter.protocol
     return [p.backchannel, *adapter.encode_text(" " + text.strip()), p.chunk_eos]
@@ -99,15 +125,15 @@ class _Reply:
     call_units: list[list[dict]] = field(default_factory=list)
 
 
-def _replies(session: Session, adapter, executor) -> dict[int, _Reply]:
+def _replies(session: Session, adapter, executor, texts: dict[int, str]) -> dict[int, _Reply]:
     replies: dict[int, _Reply] = {}
-    for action in session.expected.get("script", []):
+    for i, action in enumerate(session.expected.get("script", [])):
         kind = action.get("action")
         reply = replies.setdefault(action["turn"], _Reply([], []))
         if kind == "tool_call":
             reply.calls.append(action["call"])
         elif kind in ("speak", "speak_after_tools"):
-            reply.speech.extend(speak_units(adapter, action["text"]))
+            reply.speech.extend(speak_units(adapter, texts[i]))
     for turn, reply in replies.items():
         reply.call_units = call_groups(reply.calls, session.turns[turn].text, executor) if reply.calls else []
     return {turn: r for turn, r in replies.items() if r.calls or r.speech}
@@ -121,12 +147,14 @@ def _first_chunk_after(time_s: float, spans) -> int:
     return math.inf
 
 
-def plan_session(session: Session, adapter, executor) -> list[ChunkPlan]:
-    """The oracle policy's output (and injected tool responses) for every chunk of ``session``."""
+def plan_session(session: Session, adapter, executor, rng=None) -> list[ChunkPlan]:
+    """The oracle policy's output (and injected tool responses) for every chunk of ``session``; with ``rng`` (a
+    numpy Generator) every reply and backchannel says a phrasing drawn from its action (:func:`phrasing`)."""
     spans = session.chunk_spans()
     turns = session.turns
     script = session.expected.get("script", [])
-    replies = _replies(session, adapter, executor)
+    texts = {i: phrasing(a, rng) for i, a in enumerate(script) if a.get("action") in SPOKEN_ACTIONS}
+    replies = _replies(session, adapter, executor, texts)
     reply_at = {_first_chunk_after(turns[i].end_s + RESPOND_AFTER_S, spans): i for i in replies}
     stops = {
         _first_chunk_after(turns[a["turn"]].start_s + BARGE_IN_S, spans)
@@ -134,8 +162,8 @@ def plan_session(session: Session, adapter, executor) -> list[ChunkPlan]:
         if a.get("action") == "stop"
     }
     backchannels = {
-        _first_chunk_after(a["at_s"] + BACKCHANNEL_AFTER_S, spans): a["text"]
-        for a in script
+        _first_chunk_after(a["at_s"] + BACKCHANNEL_AFTER_S, spans): texts[i]
+        for i, a in enumerate(script)
         if a.get("action") == "backchannel"
     }
     plans = [ChunkPlan() for _ in spans]

@@ -54,6 +54,18 @@ FALLACY_FORMS = {  # form -> (valid?, sentence templates)
     "conversion": (False, "All {as_} are {bs}. So all {bs} are {as_}."),
 }
 
+NAVIGATE_REPLIES = {  # back at the start? -> the reply, then its variants
+    True: ("Yes, you are back where you started.", "Yes, you end up where you started.", "Yes, you are back at the start.",
+           "Yes, you return to the starting point."),
+    False: ("No, you are not back where you started.", "No, you end up somewhere else.",
+            "No, you are not back at the start.", "No, you don't return to where you started."),
+}
+WEB_OF_LIES_REPLIES = {  # does {name} tell the truth? -> the reply, then its variants
+    True: ("Yes, {name} tells the truth.", "Yes, {name} is telling the truth.", "Yes, {name} is honest.",
+           "Yes, {name} is truthful."),
+    False: ("No, {name} lies.", "No, {name} is lying.", "No, {name} tells lies.", "No, {name} is dishonest."),
+}
+
 
 @dataclass(frozen=True)
 class ReasoningItem:
@@ -63,6 +75,7 @@ class ReasoningItem:
     answer: str
     reply: str
     aliases: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()  # other phrasings of the reply, each with the answer
 
 
 def make_object_counting(rng: random.Random) -> ReasoningItem:
@@ -79,8 +92,10 @@ def make_object_counting(rng: random.Random) -> ReasoningItem:
     total = sum(counts)
     text = f"I have {listing}. How many {category} do I have?"
     item_id = "bbh/object_counting/" + category.replace(" ", "_") + "/" + ".".join(f"{s}{n}" for (s, _), n in listed)
-    reply = f"You have {NUMBER_WORDS[total]} {category}."
-    return ReasoningItem(item_id, "object_counting", text, NUMBER_WORDS[total], reply, (str(total),))
+    number = NUMBER_WORDS[total]
+    reply = f"You have {number} {category}."
+    variants = (f"That makes {number} {category}.", f"{capitalize(number)} {category} in total.", f"The answer is {number}.")
+    return ReasoningItem(item_id, "object_counting", text, number, reply, (str(total),), variants)
 
 
 def make_navigate(rng: random.Random) -> ReasoningItem:
@@ -97,9 +112,9 @@ def make_navigate(rng: random.Random) -> ReasoningItem:
     steps = [f"Take {NUMBER_WORDS[n]} {'step' if n == 1 else 'steps'} {words[d]}." for d, n in moves]
     text = "Always face forward. " + " ".join(steps) + " Are you back where you started?"
     back = x == 0 and y == 0
-    reply = "Yes, you are back where you started." if back else "No, you are not back where you started."
+    reply, *variants = NAVIGATE_REPLIES[back]
     item_id = "bbh/navigate/" + "-".join(f"{d}{n}" for d, n in moves)
-    return ReasoningItem(item_id, "navigate", text, "yes" if back else "no", reply)
+    return ReasoningItem(item_id, "navigate", text, "yes" if back else "no", reply, (), tuple(variants))
 
 
 def make_formal_fallacy(rng: random.Random) -> ReasoningItem:
@@ -112,7 +127,8 @@ def make_formal_fallacy(rng: random.Random) -> ReasoningItem:
     text = capitalize(argument) + " Is this argument valid or invalid?"
     verdict = "valid" if valid else "invalid"
     item_id = f"bbh/formal_fallacies/{form}/{a}/{b}/{c}/{name}".replace(" ", "_")
-    return ReasoningItem(item_id, "formal_fallacies", text, verdict, f"The argument is {verdict}.")
+    variants = (f"This argument is {verdict}.", f"The reasoning here is {verdict}.", f"It is {with_article(verdict)} argument.")
+    return ReasoningItem(item_id, "formal_fallacies", text, verdict, f"The argument is {verdict}.", (), variants)
 
 
 def make_web_of_lies(rng: random.Random) -> ReasoningItem:
@@ -128,8 +144,9 @@ def make_web_of_lies(rng: random.Random) -> ReasoningItem:
         truthful = vouches == truthful
     last = people[-1]
     text = " ".join(sentences) + f" Does {last} tell the truth?"
-    reply = f"Yes, {last} tells the truth." if truthful else f"No, {last} lies."
-    return ReasoningItem("bbh/web_of_lies/" + "-".join(codes), "web_of_lies", text, "yes" if truthful else "no", reply)
+    reply, *variants = (template.format(name=last) for template in WEB_OF_LIES_REPLIES[truthful])
+    return ReasoningItem("bbh/web_of_lies/" + "-".join(codes), "web_of_lies", text, "yes" if truthful else "no", reply,
+                         (), tuple(variants))
 
 
 MAKERS = {
@@ -148,7 +165,7 @@ def build_bbh(ctx: SessionContext) -> SessionScript:
     start = lead_in(ctx.rng)
     for turn, item in enumerate(items):
         utterances.append(Utterance("user", "request", (Piece(item.text),), start, True))
-        actions.append(speak(turn, item.reply))
+        actions.append(speak(turn, item.reply, item.variants))
         answers.append(answer(turn, item.answer, item.aliases))
         start = after_reply(turn, item.reply, gap(ctx.rng))
     return SessionScript(

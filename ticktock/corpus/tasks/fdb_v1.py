@@ -3,7 +3,8 @@
 * pause handling: two questions, each with a 1-3 s pause at a syntactically incomplete point
   ("Could you tell me ... the capital of Peru?"); the model keeps listening through the pause.
 * backchannel: a short story told with 0.6-1.0 s pauses between sentences, ending in a question; the
-  model says "mm-hmm" / "I see" at the pauses and replies after the question.
+  model says "mm-hmm" / "I see" at the pauses (the other ``MODEL_BACKCHANNELS`` are the action's variants)
+  and replies after the question.
 * smooth turn-taking: three questions, each answered promptly.
 * user interruption: a request with a long reply (>= 30 words); 2-3 s into the expected reply the user
   barges in with a new question; the model stops and answers it.
@@ -21,6 +22,7 @@ from __future__ import annotations
 from ticktock.corpus.knowledge import Question, questions
 from ticktock.corpus.script import (
     At, PauseSpans, PauseStart, Piece, SessionScript, Utterance, answer, into_reply, lead_in, reply_end, speak,
+    variants_of,
 )
 from ticktock.corpus.tasks.alpaca import instruction_items
 from ticktock.corpus.tasks.base import SessionContext
@@ -44,11 +46,12 @@ def build_backchannel(ctx: SessionContext) -> SessionScript:
     story = ctx.dealer.draw(ctx.rng, make_story, lambda s: s.id)
     pauses = [round(ctx.rng.uniform(0.6, 1.0), 3) for _ in story.sentences]
     pieces = tuple(Piece(text, pause) for text, pause in zip(story.sentences, pauses)) + (Piece(story.question),)
-    actions = [
-        {"turn": 0, "action": "backchannel", "text": ctx.rng.choice(MODEL_BACKCHANNELS), "at_s": PauseStart(0, k)}
-        for k in range(len(story.sentences))
-    ]
-    actions.append(speak(0, story.reply))
+    actions = []
+    for k in range(len(story.sentences)):
+        word = ctx.rng.choice(MODEL_BACKCHANNELS)
+        actions.append({"turn": 0, "action": "backchannel", "text": word, "at_s": PauseStart(0, k),
+                        "variants": list(variants_of(word, MODEL_BACKCHANNELS))})
+    actions.append(speak(0, story.reply, story.variants))
     return SessionScript(
         task=ctx.task,
         item=story.id,
@@ -80,7 +83,8 @@ def build_user_interruption(ctx: SessionContext, barge_group: str, prefix: str =
         Utterance("user", "request", (Piece(request.text),), lead_in(ctx.rng), True),
         Utterance("user", "interruption", barge_pieces, into_reply(0, round(ctx.rng.uniform(2.0, 3.0), 3)), True),
     )
-    actions = (speak(0, request.instruction.reply), {"turn": 1, "action": "stop"}, speak(1, barge.reply))
+    actions = (speak(0, request.instruction.reply, request.instruction.variants), {"turn": 1, "action": "stop"},
+               speak(1, barge.reply, barge.reply_variants))
     return SessionScript(
         task=ctx.task,
         item=f"{request.id}+{barge.id}",

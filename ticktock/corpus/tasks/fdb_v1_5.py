@@ -57,7 +57,7 @@ def build_user_backchannel(ctx: SessionContext) -> SessionScript:
         item=request.id,
         item_parts=(request.id,),
         utterances=tuple(utterances),
-        actions=(speak(0, reply), *({"turn": t, "action": KEEP_SPEAKING} for t in turns)),
+        actions=(speak(0, reply, request.instruction.variants), *({"turn": t, "action": KEEP_SPEAKING} for t in turns)),
         behaviour={"type": "user_backchannel", "reply_start_s": into_reply(0, 0.0),
                    "backchannel_spans": [TurnSpan(t) for t in turns], "respond_after_s": [At(0, "end")]},
         busy_until=(reply_end(0, reply),),
@@ -80,7 +80,8 @@ def build_talking_to_others(ctx: SessionContext) -> SessionScript:
         item=f"{first.id}+{line.id}+{second.id}",
         item_parts=(first.id, line.id, second.id),
         utterances=utterances,
-        actions=(speak(0, first.reply), {"turn": 1, "action": "ignore"}, speak(2, second.reply)),
+        actions=(speak(0, first.reply, first.reply_variants), {"turn": 1, "action": "ignore"},
+                 speak(2, second.reply, second.reply_variants)),
         behaviour={"type": "talking_to_others", "during_reply": False, "side_talk_spans": [TurnSpan(1)],
                    "respond_after_s": [At(0, "end"), At(2, "end")]},
         busy_until=(reply_end(2, second.reply),),
@@ -100,7 +101,7 @@ def _side_talk_while_speaking(ctx: SessionContext, line) -> SessionScript:
         item=f"{request.id}+{line.id}",
         item_parts=(request.id, line.id),
         utterances=utterances,
-        actions=(speak(0, reply), {"turn": 1, "action": KEEP_SPEAKING}),
+        actions=(speak(0, reply, request.instruction.variants), {"turn": 1, "action": KEEP_SPEAKING}),
         behaviour={"type": "talking_to_others", "during_reply": True, "side_talk_spans": [TurnSpan(1)],
                    "reply_start_s": into_reply(0, 0.0), "respond_after_s": [At(0, "end")]},
         busy_until=(reply_end(0, reply),),
@@ -129,7 +130,8 @@ def build_background_speech(ctx: SessionContext) -> SessionScript:
     if ctx.rng.random() < 0.5:
         utterances.append(background(lines[2:], At(2, "start", round(ctx.rng.uniform(0.2, 1.0), 3))))
     replies = {first_turn: first, 2: second}
-    actions = [speak(t, replies[t].reply) if t in replies else {"turn": t, "action": "ignore"} for t in range(len(utterances))]
+    actions = [speak(t, replies[t].reply, replies[t].reply_variants) if t in replies else {"turn": t, "action": "ignore"}
+               for t in range(len(utterances))]
     used = lines[:2] + (lines[2:] if len(utterances) == 4 else [])
     parts = (first.id, second.id, *(line.id for line in used))
     return SessionScript(

@@ -6,7 +6,8 @@ five FDB v3 kinds: fillers ("um", "uh"), pauses (a complete-sounding request, th
 false starts ("Could you look up the, um, ...") and self-corrections ("Paris, no, sorry, Rome"; the
 expected call uses the corrected value and ``behaviour.state_rollback`` records both).
 
-The script issues the calls after the request ends, then speaks an answer rendered from the mock results.
+The script issues the calls after the request ends, then speaks an answer rendered from the mock results
+(its ``variants``: the same values in other words).
 
 Example::
 
@@ -102,7 +103,8 @@ def build_fdb_v3(ctx: SessionContext) -> SessionScript:
     request: ToolRequest = ctx.dealer.draw(ctx.rng, scenarios[name], lambda r: r.id)
     rendered = render_request(request, ctx.rng)
     actions = [{"turn": 0, "action": "tool_call", "call": call} for call in request.calls]
-    actions.append({"turn": 0, "action": "speak_after_tools", "text": request.answer, "tool_results": list(request.results)})
+    actions.append({"turn": 0, "action": "speak_after_tools", "text": request.answer, "tool_results": list(request.results),
+                    "variants": list(request.variants)})
     behaviour = {
         "type": "tool_calling",
         "scenario": request.scenario,

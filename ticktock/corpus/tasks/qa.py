@@ -49,7 +49,7 @@ def question_session(ctx: SessionContext, picked: Sequence[Question], behaviour:
     start = lead_in(ctx.rng)
     for turn, question in enumerate(picked):
         utterances.append(Utterance("user", "request", question_pieces(question, ctx.rng), start, True))
-        actions.append(speak(turn, question.reply))
+        actions.append(speak(turn, question.reply, question.reply_variants))
         answers.append(answer(turn, question.fact.answer, question.fact.aliases))
         start = after_reply(turn, question.reply, gap(ctx.rng))
     last = len(picked) - 1
