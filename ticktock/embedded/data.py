@@ -96,20 +96,36 @@ def frame_words(session, vocabulary: dict[str, int], embeds_per_chunk: int) -> n
 
 
 def build_example(session, adapter, executor, vocabulary: dict[str, int] | None = None) -> Example:
+    """The training example of ``session`` with the scripted phrasing of every reply."""
     if session.first_chunk_s not in (None, session.chunk_s) or session.chunk_s != 1.0:
         raise ValueError(f"{session.session_id}: training uses 1 s chunks, got chunk_s={session.chunk_s}")
-    plans = plan_session(session, adapter, executor)
+    tokens, labels, decisions = planned_tokens(session, adapter, executor)
+    return Example(session.session_id, session.task, tokens, labels, session_mel(session, adapter.frontend), decisions,
+                   frame_words(session, vocabulary or {}, adapter.frontend.embeds_per_second))
+
+
+def planned_tokens(session, adapter, executor, rng: np.random.Generator | None = None):
+    """Token ids, labels and per-chunk decisions of the oracle plan (``rng``: draw each reply's phrasing)."""
+    plans = plan_session(session, adapter, executor, rng=rng)
     prompt = adapter.encode_text(adapter.prompt_text(None, []))
     tokens, labels = layout(prompt, plans, adapter.protocol, adapter.frontend.embeds_per_second)
-    return Example(
-        session.session_id,
-        session.task,
-        np.asarray(tokens, dtype=np.int32),
-        np.asarray(labels, dtype=np.int32),
-        session_mel(session, adapter.frontend),
-        np.asarray([p.output[0] for p in plans], dtype=np.int32),
-        frame_words(session, vocabulary or {}, adapter.frontend.embeds_per_second),
-    )
+    return (np.asarray(tokens, dtype=np.int32), np.asarray(labels, dtype=np.int32),
+            np.asarray([p.output[0] for p in plans], dtype=np.int32))
+
+
+def phrasing_examples(example: Example, session, adapter, executor, count: int, seed: int) -> list[Example]:
+    """``example`` and ``count - 1`` more with each reply's phrasing drawn (``targets.plan_session``), sharing its
+    audio: the model learns a distribution over phrasings, not one string per reply. Deterministic per seed.
+
+    The draws' random generators are keyed by (seed, session id, draw), so adding sessions changes no other draw."""
+    from ticktock.corpus.mixing import stable_seed
+
+    draws = [example]
+    for k in range(1, count):
+        rng = np.random.default_rng([seed, stable_seed(session.session_id), k])
+        tokens, labels, decisions = planned_tokens(session, adapter, executor, rng)
+        draws.append(Example(example.session_id, example.task, tokens, labels, example.mel, decisions, example.words))
+    return draws
 
 
 def batches(examples: list[Example], max_tokens: int, rng: np.random.Generator) -> list[list[int]]:
