@@ -117,3 +117,12 @@ def test_a_mid_utterance_pause_moves_everything_after_it(corpus_dir):
     pause = out[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
     assert speech_level(pause) < 0.05 * speech_level(audio)  # room sound, not speech
     assert insert_pause(audio, line, 0.0, np.random.default_rng(0)) == (audio, line)
+
+
+def test_a_rerun_keeps_the_audio_already_written(tmp_path, corpus_dir):
+    source = small_corpus(tmp_path, corpus_dir, count=2)
+    manifest = augment_corpus(source, tmp_path / "out", "train", seed=2)
+    kept = sorted((tmp_path / "out" / "audio").iterdir())[0]
+    kept.write_bytes(b"kept")  # a rerun does not write an existing file again
+    manifest.unlink()
+    assert augment_corpus(source, tmp_path / "out", "train", seed=2).is_file() and kept.read_bytes() == b"kept"

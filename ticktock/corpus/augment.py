@@ -2,7 +2,7 @@
 
 ``python -m ticktock.corpus.augment --in CORPUS --out OUT --profile train --seed 3 [--copies 1]`` writes
 ``OUT/audio/<session>-aug<k>.flac`` and ``OUT/manifest.jsonl`` for ``--copies`` augmented versions of every
-session of ``CORPUS``. Each version draws one ``Augmentation`` from the profile (deterministic per seed, session
+session of ``CORPUS`` (the manifest last; a rerun of an interrupted run keeps the audio files already written). Each version draws one ``Augmentation`` from the profile (deterministic per seed, session
 and copy) and applies, in order:
 
 - **speed** perturbation: the audio resampled, so tempo and pitch change together; every time in the manifest
@@ -348,10 +348,10 @@ def augment_corpus(source: Path, out: Path, profile: str, seed: int, copies: int
             aug = draw_augmentation(rng, PROFILES[profile])
             paused, paused_line = insert_pause(audio, line, aug.pause_s, rng)
             new = augmented_line(paused_line, aug, copy, profile)
-            samples = augment_audio(paused, aug, others)
-            length = int(round(new["duration_s"] * SAMPLE_RATE))  # the scaled duration, to the sample
-            samples = np.pad(samples, (0, max(0, length - len(samples))))[:length]
-            write_flac(out / new["audio"], samples)
+            if not (out / new["audio"]).is_file():  # written atomically: a file there is complete (a rerun resumes)
+                samples = augment_audio(paused, aug, others)
+                length = int(round(new["duration_s"] * SAMPLE_RATE))  # the scaled duration, to the sample
+                write_flac(out / new["audio"], np.pad(samples, (0, max(0, length - len(samples))))[:length])
             written.append(json.dumps(new, ensure_ascii=False))
     manifest = out / "manifest.jsonl"
     with atomic_write(manifest) as tmp:
