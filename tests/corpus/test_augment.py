@@ -94,6 +94,12 @@ def test_heldout_settings_lie_outside_the_training_ranges():
 def test_bad_input_is_named(tmp_path, corpus_dir):
     with pytest.raises(AugmentError, match=r"manifest.jsonl: no such manifest"):
         augment_corpus(tmp_path / "none", tmp_path / "out", "train", 0)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.jsonl").write_text('{"session_id": "a", "audio": "audio/a.flac", "duration_s": 1.0}\n'
+                                           '{"session_id": "b", "duration_s": 1.0}\n')
+    with pytest.raises(AugmentError, match=r"broken/manifest.jsonl:2: field 'audio': missing"):
+        augment_corpus(broken, tmp_path / "out", "train", 0)
     with pytest.raises(AugmentError, match=r"--profile: unknown profile 'loud' \(profiles: train, heldout\)"):
         augment_corpus(small_corpus(tmp_path, corpus_dir), tmp_path / "out", "loud", 0)
 

@@ -316,9 +316,13 @@ def read_lines(manifest: Path) -> list[dict]:
     for number, text in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
         if text.strip():
             try:
-                lines.append(json.loads(text))
+                line = json.loads(text)
             except json.JSONDecodeError as err:
                 raise AugmentError(f"{manifest}:{number}: not JSON ({err.msg})") from None
+            missing = [key for key in ("session_id", "audio", "duration_s") if key not in line]
+            if missing:
+                raise AugmentError(f"{manifest}:{number}: field {missing[0]!r}: missing")
+            lines.append(line)
     return lines
 
 

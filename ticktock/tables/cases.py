@@ -238,9 +238,9 @@ def _best_session(results: Results, setup: Setup, decoders: tuple[str, str], col
     decoder's (a baseline deadline miss there first; ties: session id). None when no session has one in both."""
     base_cell, other_cell = results.cell(setup, decoders[0]), results.cell(setup, decoders[1])
     best = None
-    others = {sid: chunk_frame(g) for sid, g in other_cell.chunks.groupby("session_id")}
-    for session_id, group in sorted(base_cell.chunks.groupby("session_id"), key=lambda item: item[0]):
-        base = chunk_frame(group)
+    frames = lambda cell: dict(tuple(chunk_frame(cell.chunks).groupby("session_id")))  # noqa: E731 (one pass a cell)
+    others = frames(other_cell)
+    for session_id, base in sorted(frames(base_cell).items()):
         base_event = _first_event(base, column)
         other_event = _first_event(others[session_id], column) if session_id in others else None
         if base_event is None or other_event is None:
