@@ -29,6 +29,26 @@ def test_main_job_with_two_jobs_at_once_writes_the_tables_of_one_at_a_time(tmp_p
         assert done.returncode == 0, done.stderr[-3000:]
         return {p.name: p.read_text() for p in sorted((out / "report").glob("*.csv"))}
 
-    one = main_job(tmp_path / "one")
-    two = main_job(tmp_path / "two", "--jobs", "2")
+    one = main_job(tmp_path / "one", "--jobs", "1")
+    two = main_job(tmp_path / "two")  # auto: 2 at a time on the modeled clock (the test machines have 2+ cores)
     assert len(one) > 5 and two == one
+
+
+def test_job_count_is_two_on_the_modeled_clock_and_one_when_a_run_measures_time(monkeypatch):
+    import pytest
+
+    from ticktock import main_job
+    from ticktock.errors import ConfigError
+    from ticktock.runner import compose_run
+
+    modeled = compose_run("ar", "fixture", 1, [])
+    wall = compose_run("speclisten", "fixture", 1, ["clock=wall"])
+    monkeypatch.setattr(main_job, "usable_cores", lambda: 16)
+    assert main_job.job_count("auto", [modeled, modeled]) == 2
+    assert main_job.job_count("auto", [modeled, wall]) == 1
+    assert main_job.job_count("3", [wall]) == 3
+    monkeypatch.setattr(main_job, "usable_cores", lambda: 1)
+    assert main_job.job_count("auto", [modeled]) == 1
+    for bad in ("0", "two", "-1"):
+        with pytest.raises(ConfigError, match=f"--jobs: must be 'auto' or an integer >= 1, got '{bad}'"):
+            main_job.job_count(bad, [modeled])

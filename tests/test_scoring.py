@@ -52,6 +52,18 @@ def test_false_starts_pauses_and_barge_in_allowance():
     assert (counts["stop_hits"], counts["stop_trials"]) == (1, 1)
 
 
+def test_pauses_held_are_those_with_no_response_in_the_chunks_arriving_inside_them():
+    # pause 1.2-3.1 holds arrivals 2.0 and 3.0 (the model speaks at 3.0: taken over); pause 5.5-6.0 holds arrival
+    # 6.0 (listen: held); pause 7.1-7.8 holds no arrival: no trial.
+    turns = [turn("request", 0.5, 9.0)]
+    kinds = ["listen", "listen", "speak", "listen", "listen", "listen", "listen", "listen", "listen", "speak"]
+    chunks = [chunk(i, k) for i, k in enumerate(kinds)]
+    expected = {"behaviour": {"pause_spans": [[1.2, 3.1], [5.5, 6.0], [7.1, 7.8]]}}
+    counts = score_session(chunks, expected, turns)
+    assert (counts["pause_hits"], counts["pause_trials"]) == (1, 2)
+    assert "pause_trials" not in score_session(chunks, {}, turns)
+
+
 def test_keep_ignore_and_backchannel():
     turns = [turn("request", 0.2, 1.5), turn("backchannel", 3.2, 3.5, expects=False),
              turn("side_talk", 8.2, 9.5, expects=False), turn("statement", 12.0, 16.0, expects=False)]

@@ -10,14 +10,17 @@ writes the full report (tables, figures, report.html). Reruns resume: completed 
 
 By default it replays the first 6 sessions of each of the 8 task types (a documented subset that keeps
 the job under 10 minutes on 2 CPU cores); ``--per-task 0`` replays the whole corpus. Any run override
-can follow, e.g. ``clock=wall`` or ``sampling.temperature=0.7``. ``--jobs 2`` replays two runs at once (joblib
-worker processes, cores // 2 torch threads each); the tables are the same.
+can follow, e.g. ``clock=wall`` or ``sampling.temperature=0.7``. Runs on the modeled clock replay two at a time
+on a machine with 2 or more cores (joblib worker processes, cores // 2 torch threads each): their figures are
+charged by the cost profile, so the tables are the same as one at a time. A run that measures time on this
+machine (``clock=wall``) makes the job run one at a time, so that runs do not slow each other down. ``--jobs N``
+sets the number.
 
 Example::
 
     python -m ticktock.main_job --out results/main
     python -m ticktock.main_job --per-task 0 clock=wall
-    python -m ticktock.main_job --jobs 2
+    python -m ticktock.main_job --jobs 1            # one run at a time
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ def main(argv=None) -> int:
     parser.add_argument("--concurrency", default="",
                         help="values of N for Figure 4c, e.g. '4' or '2,4,8': AR and speclisten_plus with N sessions "
                              "sharing the device (each adds about 4 minutes on 2 CPU cores; '' for none)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="runs at once: joblib worker processes with cores // jobs torch threads each (needs "
-                             "`pip install -e '.[cluster]'`); the results are the same as with 1")
+    parser.add_argument("--jobs", default="auto",
+                        help="runs at once: joblib worker processes with cores // jobs torch threads each; the results "
+                             "are the same as with 1. auto (default): 2 on 2 or more cores, 1 when a run measures "
+                             "wall-clock time")
     parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
     args = parser.parse_args(argv)
     runs_dir = Path(args.out) / "runs"
@@ -72,13 +76,29 @@ def run_all(args: argparse.Namespace) -> int:
         cfg = compose_run(decoder, args.model, per_task, [*extra, *args.overrides])
         suffix = _suffix(cfg) if extra else ""
         plans.append((cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{suffix}"))
-    for line in run_plans(plans, args.jobs):
+    for line in run_plans(plans, job_count(args.jobs, [cfg for cfg, _ in plans])):
         print(line, flush=True)
     runs = load_results([out / "runs"])
     print_headline(runs)
     report = build_report(runs, out / "report")
     print(f"\nreport: {report}  ({(time.time() - began) / 60:.1f} min)")
     return 0
+
+
+def job_count(text: str, configs: list) -> int:
+    """``--jobs``: a whole number >= 1, or ``auto``: 2 on a machine with 2 or more cores, unless a run's clock
+    measures time on this machine (``Clock.measured``: runs side by side would slow each other's figures), then 1.
+
+    Example: ``job_count("auto", [modeled run configs])`` is 2 on a 2-core machine; ``job_count("3", ...)`` is 3."""
+    if text != "auto":
+        if not text.isdigit() or int(text) < 1:
+            raise ConfigError(f"--jobs: must be 'auto' or an integer >= 1, got {text!r}")
+        return int(text)
+    from hydra.utils import get_class
+
+    if any(get_class(cfg.clock._target_).measured for cfg in configs):
+        return 1
+    return min(2, usable_cores())
 
 
 def run_plans(plans: list, jobs: int = 1):
@@ -92,10 +112,8 @@ def run_plans(plans: list, jobs: int = 1):
         for cfg, run_dir in plans:
             yield run(cfg, run_dir).line()
         return
-    try:
-        from joblib import Parallel, delayed
-    except ImportError:
-        raise ConfigError("--jobs: running several runs at once needs joblib: pip install -e '.[cluster]'") from None
+    from joblib import Parallel, delayed
+
     threads = max(1, usable_cores() // jobs)
     yield from Parallel(n_jobs=jobs, return_as="generator")(
         delayed(_run_line)(cfg, run_dir, threads) for cfg, run_dir in plans)

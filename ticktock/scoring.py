@@ -13,7 +13,9 @@ that rates can be pooled over sessions.
 - ``respond``: user turns expecting a response that get one (speech or a tool call) within 2 chunks after
   the turn ends; ``false_speak``: chunks that arrive while the user is still in the middle of a turn
   addressed to the model (pauses included) in which the model speaks (barge-in allowance aside);
-  ``stop``: barge-ins after which the model stops within 2 chunks; ``keep``: user
+  ``pause``: mid-utterance pauses (``behaviour.pause_spans``, e.g. Full-Duplex-Bench v1 pause handling) that
+  the model waits through: no response in the chunks that arrive during the pause (a pause too short to
+  hold a chunk arrival is no trial); ``stop``: barge-ins after which the model stops within 2 chunks; ``keep``: user
   backchannels / side talk during a reply that the model speaks through; ``ignore``: side talk and
   background speech (while listening) that get no response; ``backchannel``: scripted backchannel
   opportunities where the model backchannels within 2 chunks.
@@ -212,6 +214,17 @@ def score_turn_taking(chunks, expected, turns) -> Counter:
     return score
 
 
+def score_pauses(chunks, expected) -> Counter:
+    """``pause`` trials: every pause span with a chunk arriving inside it; a hit when none of those responds."""
+    score = Counter()
+    for start, end in (expected.get("behaviour") or {}).get("pause_spans") or []:
+        inside = [c for c in chunks if start < c["arrival_s"] <= end]
+        if inside:
+            score["pause_trials"] += 1
+            score["pause_hits"] += not any(_responds(c["kind"]) for c in inside)
+    return score
+
+
 def _overlaps_a_request(turn, turns, window: float) -> bool:
     """Side talk or background that overlaps a request's span or its response window (``window`` s after it)."""
     return any(
@@ -317,7 +330,7 @@ def score_session(chunks: list[dict], expected: dict, turns: list[dict]) -> Coun
     """All count pairs of one session (chunks ordered by chunk_index)."""
     chunks = sorted(chunks, key=lambda c: c["chunk_index"])
     return (score_qa(chunks, expected, turns) + score_tools(chunks, expected) + score_turn_taking(chunks, expected, turns)
-            + score_backchannel_timing(chunks, expected))
+            + score_pauses(chunks, expected) + score_backchannel_timing(chunks, expected))
 
 
 def rates(counts: Counter) -> dict[str, float]:

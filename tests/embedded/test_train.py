@@ -69,3 +69,19 @@ def test_a_checkpoint_of_other_options_is_refused(train_corpus, tmp_path):
     tiny_run(train_corpus, tmp_path / "run", "--stage-steps", "2")
     with pytest.raises(TrainingRunError, match=r"checkpoint of another training run \(--lr 0.0015 -> 0.002\)"):
         tiny_run(train_corpus, tmp_path / "run", "--lr", "0.002")
+
+
+def test_training_continues_from_a_trained_model_folder(train_corpus, tmp_path):
+    import hashlib
+
+    tiny_run(train_corpus, tmp_path / "first")
+    # no step: the model written is the one loaded, byte for byte, with its origin recorded
+    tiny_run(train_corpus, tmp_path / "same", "--init", str(tmp_path / "first"), "--steps", "0", "--hidden", "48")
+    for name in ("model.safetensors", "frontend.safetensors", "tokenizer.json"):
+        assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "same" / name).read_bytes(), name
+    origin = json.loads((tmp_path / "same" / "ticktock.json").read_text())["training"]["init"]
+    digest = hashlib.sha256((tmp_path / "first" / "model.safetensors").read_bytes()).hexdigest()[:16]
+    assert origin["model_sha256"] == digest and origin["training"]["steps"] == 6
+    tiny_run(train_corpus, tmp_path / "more", "--init", str(tmp_path / "first"))
+    assert (tmp_path / "more" / "model.safetensors").read_bytes() != (tmp_path / "first" / "model.safetensors").read_bytes()
+    assert json.loads((tmp_path / "more" / "config.json").read_text())["hidden_size"] == 32  # the folder's architecture

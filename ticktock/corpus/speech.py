@@ -60,11 +60,17 @@ class SpeechError(RuntimeError):
 
 @dataclass(frozen=True)
 class Voice:
-    """An eSpeak voice: ``name`` is "<language>[+<variant>]", e.g. "en-us+f2"; rate in words per minute."""
+    """An eSpeak voice: ``name`` is "<language>[+<variant>]", e.g. "en-us+f2"; rate in words per minute.
+    A name ``piper:<voice>`` is a Piper voice instead (``ticktock.corpus.piper_voice``; pitch not used)."""
 
     name: str
     rate_wpm: int = 175
     pitch: int = 50
+
+    @property
+    def engine(self) -> str:
+        """``"piper"`` or ``"espeak"``: which engine speaks this voice."""
+        return "piper" if self.name.startswith("piper:") else "espeak"
 
     def to_json(self) -> dict:
         return {"name": self.name, "rate_wpm": self.rate_wpm, "pitch": self.pitch}
@@ -143,6 +149,10 @@ def _rounded(word: Word) -> Word:
 
 def _speak_piece(text: str, voice: Voice) -> tuple[np.ndarray, list[Word]]:
     """Float samples at 22,050 Hz (trimmed after the last word) and the piece's words."""
+    if voice.engine == "piper":
+        from ticktock.corpus.piper_voice import speak_piece
+
+        return speak_piece(text, voice)
     samples, events = synthesize(text, voice)
     audio = samples.astype(np.float32) / 32768.0
     starts = word_starts(text, events)

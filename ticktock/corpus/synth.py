@@ -34,6 +34,7 @@ from ticktock.manifest import Session, write_manifest
 from ticktock.corpus.layout import PlacedTurn, UtteranceTiming, place, resolve, session_samples
 from ticktock.corpus.mixing import BACKGROUND_GAIN_DB, ROOM_TONE_DBFS, mix, room_tone, stable_seed, write_flac
 from ticktock.corpus.script import SessionScript
+from ticktock.corpus.piper_voice import engine_description, piper_voice
 from ticktock.corpus.speech import SpokenText, Voice, pick_voice, speak
 from ticktock.corpus.splits import SPLITS, SplitError, check_seed
 from ticktock.corpus.tasks import BUILDERS, build_scripts
@@ -41,6 +42,7 @@ from ticktock.corpus.tasks.base import session_id
 from ticktock.mock_tools import TOOL_SCHEMAS
 
 GENERATOR_VERSION = "1"
+USER_VOICES = ("espeak", "piper")
 SOURCE = "ticktock-synth"
 
 
@@ -51,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sessions-per-task", required=True, type=int, help="sessions generated for each task")
     parser.add_argument("--split", default="eval", choices=SPLITS, help="item split (default: eval)")
     parser.add_argument("--tasks", default=",".join(BUILDERS), help="comma-separated task types (default: all 8)")
+    parser.add_argument("--user-voice", default="espeak", choices=USER_VOICES,
+                        help="who speaks the user's turns: eSpeak NG voices drawn per session (default), or Piper's "
+                             "human-sounding en_US-joe-medium at a drawn rate (needs the voices extra); other "
+                             "speakers stay eSpeak voices")
     parser.add_argument("--no-room-tone", dest="room_tone", action="store_false",
                         help="leave silence digitally silent instead of adding low-level room tone")
     parser.add_argument("--room-tone-dbfs", type=float, default=ROOM_TONE_DBFS,
@@ -68,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
         raise SystemExit(f"--sessions-per-task must be >= 1, got {args.sessions_per_task}")
     started = time.perf_counter()
     tone_dbfs = args.room_tone_dbfs if args.room_tone else None
-    sessions = generate(args.out, tasks, args.split, args.seed, args.sessions_per_task, tone_dbfs)
+    sessions = generate(args.out, tasks, args.split, args.seed, args.sessions_per_task, tone_dbfs, args.user_voice)
     print(summary(sessions, time.perf_counter() - started))
     return 0
 
@@ -83,22 +89,23 @@ def parse_tasks(text: str) -> list[str]:
 
 
 def generate(out: Path, tasks: Sequence[str], split: str, seed: int, count: int,
-             room_tone_dbfs: float | None = ROOM_TONE_DBFS) -> list[Session]:
-    """Synthesize ``count`` sessions per task into ``out`` and write the manifest last."""
+             room_tone_dbfs: float | None = ROOM_TONE_DBFS, user_voice: str = "espeak") -> list[Session]:
+    """Synthesize ``count`` sessions per task into ``out`` and write the manifest last (``user_voice``: see
+    ``choose_voices``)."""
     out = Path(out)
     sessions = []
     for task in tasks:
         for index, script in enumerate(build_scripts(task, split, seed, count)):
-            sessions.append(render_session(script, out, split, seed, index, room_tone_dbfs))
+            sessions.append(render_session(script, out, split, seed, index, room_tone_dbfs, user_voice))
     write_manifest(out / "manifest.jsonl", sessions)
     return sessions
 
 
 def render_session(script: SessionScript, out: Path, split: str, seed: int, index: int,
-                   room_tone_dbfs: float | None) -> Session:
+                   room_tone_dbfs: float | None, user_voice: str = "espeak") -> Session:
     """Speak, place and mix one session; write its FLAC and return its manifest entry."""
     sid = session_id(script.task, split, seed, index)
-    voices = choose_voices(sid, script)
+    voices = choose_voices(sid, script, user_voice)
     spoken = [speak(u.pieces, voices[u.speaker]) for u in script.utterances]
     placed = place(script.utterances, [UtteranceTiming(s.words, s.pause_spans) for s in spoken])
     audio_end = max(p.start_sample + s.samples.shape[0] for p, s in zip(placed, spoken)) / SAMPLE_RATE
@@ -117,11 +124,14 @@ def render_session(script: SessionScript, out: Path, split: str, seed: int, inde
     )
 
 
-def choose_voices(sid: str, script: SessionScript) -> dict[str, Voice]:
-    """The user's voice and, when someone else speaks, a different voice for them; seeded by the session id."""
+def choose_voices(sid: str, script: SessionScript, user_voice: str = "espeak") -> dict[str, Voice]:
+    """The user's voice and, when someone else speaks, a different voice for them; seeded by the session id.
+
+    ``user_voice="piper"``: the user is Piper's voice at the rate the eSpeak draw would have had (the draws are the
+    same, so the other speaker's voice is too)."""
     rng = random.Random(f"voice:{sid}")
     user = pick_voice(rng)
-    voices = {"user": user}
+    voices = {"user": piper_voice(user.rate_wpm) if user_voice == "piper" else user}
     if any(u.speaker == "other" for u in script.utterances):
         voices["other"] = pick_voice(rng, avoid=user.name)
     return voices
@@ -156,9 +166,15 @@ def provenance_json(script: SessionScript, split: str, seed: int, voices: dict[s
         "item": script.item,
         "item_parts": list(script.item_parts),
         "voice": {speaker: voice.to_json() for speaker, voice in voices.items()},
-        "tts": "espeak-ng (espeakng-loader)",
+        "tts": tts_description(voices),
         "room_tone_dbfs": room_tone_dbfs,
     }
+
+
+def tts_description(voices: dict[str, Voice]) -> str:
+    """The engines that spoke the session: eSpeak NG, and Piper with its versions when a voice is Piper's."""
+    espeak = "espeak-ng (espeakng-loader)"
+    return espeak if all(v.engine == "espeak" for v in voices.values()) else f"{engine_description()}; {espeak}"
 
 
 def summary(sessions: Sequence[Session], seconds: float) -> str:

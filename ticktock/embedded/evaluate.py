@@ -2,7 +2,7 @@
 
 Replays every session of a manifest closed-loop with AR decoding (the model hears the real audio, its own
 outputs go back into its context, tool calls are answered by the mock tool world), scores the outputs
-(``ticktock.scoring``) and measures CPU speed (median single-token forward; one chunk prefill of
+(``ticktock.scoring``), keeps every session's chunk kinds as a timeline string (``timeline``) and measures CPU speed (median single-token forward; one chunk prefill of
 ``<unit>`` + 10 audio embeddings). Prints a table per task and writes ``evaluation.json``.
 
 Example::
@@ -38,8 +38,10 @@ QA_TASKS = ("llama_questions", "web_questions", "trivia_qa")
 GATES = {  # metric: (threshold, higher is better); "qa" pools the three factual-QA tasks only
     "respond": (0.90, True),
     "false_speak": (0.05, False),
+    "pause": (0.80, True),
     "stop": (0.80, True),
-    "tool_strict": (0.80, True),
+    "tool_args": (0.80, True),
+    "tool_strict": (0.60, True),
     "tool_json": (0.98, True),
     "qa": (0.80, True),
 }
@@ -79,6 +81,15 @@ def replay_all(adapter, sessions) -> list[dict]:
         row = session_row(trace, labels, chunks, adapter)
         results.append({"session": session, "chunks": chunks, "row": row})
     return results
+
+
+KIND_LETTERS = {"listen": ".", "speak": "S", "tool": "T", "backchannel": "b", "interrupt": "I", "write": "w", "other": "?"}
+
+
+def timeline(chunks: list[dict]) -> str:
+    """A session's chunk kinds as one letter per chunk (``KIND_LETTERS``), e.g. ``"...SSS..T.SS"``: the model's
+    behaviour at a glance (listening, speaking, tool calls) to read beside the session's turn times."""
+    return "".join(KIND_LETTERS.get(c["kind"], "?") for c in sorted(chunks, key=lambda c: c["chunk_index"]))
 
 
 def score_all(results) -> dict[str, Counter]:
@@ -138,6 +149,8 @@ def main(argv=None) -> None:
         "rates_by_task": {task: rates(counts) for task, counts in by_task.items()},
         "counts_by_task": {task: dict(counts) for task, counts in by_task.items()},
         "speed": speed(adapter),
+        "timeline_letters": KIND_LETTERS,
+        "timelines": {r["session"].session_id: timeline(r["chunks"]) for r in results},
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,10 @@ Example (the shipped weights; about 80 minutes on 2 CPU cores, plus 11 minutes t
     python -m ticktock.embedded.train --corpus work_data/train-corpus-1000 --generate 1000 \\
         --out work_data/model --steps 2800 --warmup 150 --val-every 400 --task-weight fdb_v3=2
     python -m ticktock.embedded.train ... --stage-minutes 150     # the same, in stages of at most 150 minutes
+
+``--init DIR`` continues training from a trained model folder (its weights, front-end, tokenizer and
+architecture): a curriculum, e.g. the shipped weights trained further on augmented audio. The folder's
+weights digest is recorded, so the chain of commands that made a model is in its ``ticktock.json``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ import torch
 
 from ticktock.atomic import atomic_write
 from ticktock.embedded.data import batches, build_example, collate, forward_loss, phrasing_examples, word_vocabulary
-from ticktock.embedded.model import Architecture, SYSTEM_PROMPT, build_model, make_adapter, save_model
+from ticktock.embedded.model import (Architecture, SYSTEM_PROMPT, build_model, load_embedded_adapter, make_adapter,
+                                     save_model)
 from ticktock.embedded.targets import tool_call_text
 from ticktock.embedded.tokenizer import train_tokenizer
 from ticktock.manifest import load_manifest
@@ -147,7 +152,7 @@ def plot_losses(log: Path, out: Path) -> None:
     plt.close(fig)
 
 
-RUN_OPTIONS = ("corpus", "extra_corpus", "phrasings", "generate", "seed", "vocab", "hidden", "layers", "steps", "warmup", "lr", "batch_tokens",
+RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "generate", "seed", "vocab", "hidden", "layers", "steps", "warmup", "lr", "batch_tokens",
                "bf16", "word_weight", "task_weight", "log_every", "val_every")  # what makes a training run: a checkpoint
                                                                               # resumes only the same run
 CHECKPOINT = "checkpoint.pt"
@@ -231,6 +236,24 @@ def stage_over(args, seconds: float, steps: int) -> bool:
     return bool((args.stage_minutes and seconds > 60 * args.stage_minutes) or (args.stage_steps and steps >= args.stage_steps))
 
 
+def initial_model(args, sessions, executor):
+    """The model to train: ``--init``'s trained folder (the LLM, front-end, tokenizer and architecture, and a record
+    of where it came from), or a new one initialised from ``--seed`` with a tokenizer trained on the corpus text."""
+    if args.init:
+        import hashlib
+
+        folder = Path(args.init)
+        adapter = load_embedded_adapter(folder)
+        meta = json.loads((folder / "ticktock.json").read_text())
+        digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()[:16]
+        origin = {"folder": str(folder), "model_sha256": digest, "training": meta.get("training")}
+        return adapter.model, adapter.frontend, adapter.tokenizer, Architecture(**meta["architecture"]), origin
+    tokenizer = train_tokenizer(corpus_texts(sessions, executor), args.vocab)
+    arch = Architecture(hidden_size=args.hidden, num_layers=args.layers, intermediate_size=args.hidden * 3)
+    model, frontend = build_model(tokenizer, arch, args.seed)
+    return model, frontend, tokenizer, arch, None
+
+
 def train(args) -> None:
     """Train (or resume) the run of ``args``; with ``--stage-minutes``, stop at a checkpoint after that long."""
     torch.manual_seed(args.seed)
@@ -241,16 +264,14 @@ def train(args) -> None:
     sessions = training_sessions(manifest)
     extra = [training_sessions(Path(folder) / "manifest.jsonl") for folder in args.extra_corpus]
     executor = MockToolExecutor()
-    tokenizer = train_tokenizer(corpus_texts(sessions, executor), args.vocab)
-    arch = Architecture(hidden_size=args.hidden, num_layers=args.layers, intermediate_size=args.hidden * 3)
-    model, frontend = build_model(tokenizer, arch, args.seed)
+    model, frontend, tokenizer, arch, origin = initial_model(args, sessions, executor)
     model.config._attn_implementation = "sdpa"  # training only; inference and the shipped config use eager
     adapter = make_adapter(model, frontend, tokenizer, arch)
     print(f"{len(sessions)} sessions, vocab {len(tokenizer)}, "
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
-    cache = f"examples-v{args.vocab}-s{args.seed}-p{args.phrasings}-{tokenizer_digest(tokenizer)}.pkl"
+    cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}-{tokenizer_digest(tokenizer)}.pkl"
     examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed)
     order = rng.permutation(len(examples))
     held = max(16, len(examples) // 50)
@@ -328,7 +349,7 @@ def train(args) -> None:
                 "extra_sessions": sum(map(len, extra)),
                 "corpus_seed": TRAIN_SEED_BASE + args.seed, "sessions_per_task": args.generate, "vocab": len(tokenizer),
                 "batch_tokens": args.batch_tokens, "lr": args.lr, "word_weight": args.word_weight,
-                "task_weights": weights,
+                "task_weights": weights, "init": origin,
                 "word_vocabulary": len(vocabulary), "threads": args.threads, "bf16_autocast": args.bf16,
                 "final": validate(model, frontend, valid, tokenizer.pad_token_id)}
     model.config._attn_implementation = "eager"
@@ -348,6 +369,9 @@ def main(argv=None) -> None:
                         help="examples per session: the scripted phrasing of every reply, and N - 1 with each reply's "
                              "phrasing drawn from its variants (sharing the audio)")
     parser.add_argument("--out", required=True, help="model folder to write")
+    parser.add_argument("--init", default=None, metavar="DIR",
+                        help="continue from this trained model folder (its weights, tokenizer and architecture; "
+                             "--vocab, --hidden and --layers are then not used)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vocab", type=int, default=512)
     parser.add_argument("--hidden", type=int, default=256)

@@ -46,7 +46,7 @@ from ticktock.tables.common import (Table, provenance_notes, run_names, setup_co
 from ticktock.tables.load import Cell, Results
 
 LOSSY_DECODERS: frozenset[str] = frozenset()  # every decoder of the harness is lossless
-QUALITY_METRICS = ["qa", "tool_strict", "tool_args", "tool_json", "respond", "false_speak", "stop", "keep", "ignore",
+QUALITY_METRICS = ["qa", "tool_strict", "tool_args", "tool_json", "respond", "false_speak", "pause", "stop", "keep", "ignore",
                    "backchannel", "backchannel_jsd"]
 MEAN_METRICS = frozenset({"backchannel_jsd"})  # "hits" add up a distance per session: shown as a mean, lower is better
 SCORE_COLUMNS = ["chunk_index", "start_s", "arrival_s", "kind", "output_text", "tool_calls_json"]
