@@ -11,7 +11,8 @@ same command resumes it exactly where it stopped, bit for bit on the same machin
 is also saved every ``--checkpoint-every`` steps, so a crash loses little. A checkpoint of other training options
 is refused, naming them. The examples built from the corpus are cached in the corpus folder.
 
-Example (the shipped weights; about 80 minutes on 2 CPU cores, plus 11 minutes to synthesize the corpus)::
+Example (a model from scratch, as the shipped weights' first stage; about 80 minutes on 2 CPU cores, plus 11
+minutes to synthesize the corpus; the second stage is in ``weights/MODEL_CARD.md``)::
 
     python -m ticktock.embedded.train --corpus work_data/train-corpus-1000 --generate 1000 \\
         --out work_data/model --steps 2800 --warmup 150 --val-every 400 --task-weight fdb_v3=2
