@@ -128,12 +128,17 @@ def test_ctrl_c_keeps_completed_sessions_and_says_how_to_resume(tmp_path, small_
 
     lines = [json.loads(line) for line in small_manifest.read_text().splitlines()]
     many = [{**line, "session_id": f"{line['session_id']}-{k}", "audio": str(small_manifest.parent / line["audio"])}
-            for k in range(100) for line in lines]  # 300 sessions: long enough to interrupt mid-run on a loaded machine
+            for k in range(20) for line in lines]  # 60 sessions: long enough to interrupt mid-run
     manifest = tmp_path / "many.jsonl"
     manifest.write_text("".join(json.dumps(line) + "\n" for line in many))
     run_dir = tmp_path / "run"
+    def as_from_a_terminal():  # a test worker may hold SIGINT blocked (joblib's resource tracker blocks it while
+        # it starts its process), and a child inherits the mask: Ctrl-C would never reach the run
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     process = subprocess.Popen([sys.executable, "-m", "ticktock.run", *common(manifest, run_dir)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
     deadline = time.time() + 300
     while not list((run_dir / "parts").glob("*.sessions.parquet")):  # the first session is complete
         assert process.poll() is None and time.time() < deadline, process.communicate()
