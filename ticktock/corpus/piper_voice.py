@@ -54,6 +54,7 @@ def piper_voice(rate_wpm: int):
     return Voice(f"{PIPER_PREFIX}{JOE}", rate_wpm, 50)
 
 
+@functools.lru_cache(maxsize=None)
 def engine_description() -> str:
     """What the manifest's ``provenance.tts`` says of this engine, with the installed versions."""
     from importlib.metadata import version
