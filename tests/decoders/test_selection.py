@@ -66,3 +66,27 @@ def test_top_k_and_top_p_restrict_the_support():
 def test_bad_sampling_settings_name_the_key(settings, key):
     with pytest.raises(SamplingError, match=rf"^{key}: must be"):
         Sampling(**settings)
+
+
+def test_draft_selectors_share_the_grammar_and_turn_state_and_choose_their_own_way():
+    logits = torch.tensor([0.0, 0, 0, 0, -50, -50, 1.0, 1.1, 1.0, 1.0, 1.0, 1.0])
+    sel = selector("s", temperature=1.0, seed=2)
+    greedy, independent = sel.for_drafts("greedy"), sel.for_drafts("independent")
+    assert sel.for_drafts("shared") is sel
+    committed = [sel.choose(logits, [3] * (1 + p), 0) for p in range(6)]
+    assert {greedy.choose(logits, [3] * (1 + p), 0) for p in range(6)} == {7}  # the argmax, every time
+    drawn = [independent.choose(logits, [3] * (1 + p), 0) for p in range(6)]
+    assert drawn == [sel.for_drafts("independent").choose(logits, [3] * (1 + p), 0) for p in range(6)]
+    assert drawn != committed and len(set(drawn)) > 1  # its own noise, still a sample
+    turn = UnitProtocol(unit_open=0, unit_close=1, listen=2, speak=3, chunk_eos=4, turn_eos=5, listen_closes_turn=False)
+    base = Sampling(temperature=1.0).selector(turn, "s", tools_enabled=True)
+    twin = base.for_drafts("greedy")
+    base.set_turn_open(3, True)  # set after the twin was made: the twin sees it
+    assert torch.equal(twin.masked(logits, [], 3), base.masked(logits, [], 3))
+
+
+def test_greedy_runs_draft_with_their_own_selector_and_bad_names_are_rejected():
+    sel = selector("s")
+    assert sel.for_drafts("greedy") is sel and sel.for_drafts("independent") is sel
+    with pytest.raises(SamplingError, match="draft selection"):
+        sel.for_drafts("coupled")

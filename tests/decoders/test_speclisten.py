@@ -10,6 +10,7 @@ from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.base import DraftTree, Verification
 from ticktock.decoders.pool import HypothesisPool
+from ticktock.decoders.selection import Sampling
 from ticktock.decoders.speclisten import Hypotheses, SpeculativeListeningDecoder, realigned_tails
 from ticktock.engine import ReplayEngine
 from ticktock.manifest import Session, Turn, load_manifest
@@ -43,6 +44,34 @@ def test_lossless_under_sampling(fixture_adapter, small_manifest):
         assert outputs(sl) == outputs(ar)
 
 
+@pytest.mark.parametrize("selection", ["greedy", "independent", "shared"])
+def test_lossless_under_sampling_whatever_the_drafts_sample_with(fixture_adapter, small_manifest, selection):
+    session = load_manifest(small_manifest)[2]
+    ar = replay(fixture_adapter, session, ARDecoder(), temperature=1.0, seed=5)
+    sl = replay(fixture_adapter, session, SpeculativeListeningDecoder(draft_selection=selection), temperature=1.0, seed=5)
+    assert outputs(sl) == outputs(ar)
+
+
+def _first_draft(adapter, session, selection: str, **sampling) -> list[int]:
+    """The main draft SL makes for chunk 1 after chunk 0 listened (a budget that never binds)."""
+    decoder = SpeculativeListeningDecoder(branches=1, pool=False, draft_selection=selection)
+    state = ReplayEngine(adapter, decoder, ModeledClock(CostProfile.constant(0.5)), Sampling(**sampling)).start(session)
+    adapter.forward([state.inputs_for(0).head, adapter.encode_audio(load_audio(session.audio_path)[:16_000])])
+    state.commit(0, [adapter.protocol.listen], tail=[])
+    decoder.idle(state.idle_window(1, 900.0, 16_000))
+    return decoder.pending.main
+
+
+def test_greedy_drafts_ignore_the_noise_the_verification_draws(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[0]
+    greedy = _first_draft(fixture_adapter, session, "greedy")
+    assert _first_draft(fixture_adapter, session, "greedy", temperature=1.0, seed=5) == greedy
+    hot = {tuple(_first_draft(fixture_adapter, session, "shared", temperature=1.0, seed=s)) for s in range(4)}
+    independent = {tuple(_first_draft(fixture_adapter, session, "independent", temperature=1.0, seed=s)) for s in range(4)}
+    assert len(hot) > 1 and len(independent) > 1  # these sample
+    assert hot != independent
+
+
 @pytest.fixture(scope="module")
 def silent_session(tmp_path_factory):
     """Digital silence: the silence hypothesis IS the audio, so every complete draft must be accepted."""
@@ -61,6 +90,18 @@ def test_an_exact_hypothesis_needs_one_post_audio_forward_per_chunk(fixture_adap
         assert chunk.counters.draft_source == "silence"
         assert chunk.counters.first_token_changed is False
         assert chunk.counters.post_audio_forwards == 1 and chunk.counters.lookup_hits == 0
+
+
+def test_shared_noise_drafts_match_exactly_where_greedy_ones_need_luck(fixture_adapter, silent_session):
+    """On digital silence the hypothesis is exact: a draft that samples with the verification's noise is the
+    output, a greedy draft only where the samples happen to be the argmax."""
+    def matches(selection):
+        trace = replay(fixture_adapter, silent_session, SpeculativeListeningDecoder(branches=1, pool=False,
+                       draft_selection=selection), forward_ms=0.5, temperature=1.0, seed=1)
+        return [c.counters.draft_full_match for c in trace.chunks[1:]]
+
+    assert all(matches("shared"))
+    assert not all(matches("greedy"))
 
 
 def test_idle_drafting_leaves_the_model_exactly_as_before(fixture_adapter, small_manifest):
@@ -165,6 +206,8 @@ def test_bad_knobs_are_rejected():
         SpeculativeListeningDecoder(pool=False, draft_with_pool=True)
     with pytest.raises(ValueError, match="lookup_branches"):
         SpeculativeListeningDecoder(lookup_branches=0)
+    with pytest.raises(ValueError, match="draft_selection"):
+        SpeculativeListeningDecoder(draft_selection="coupled")
 
 
 def test_realigned_tails_after_a_substitution_an_insertion_or_a_dropped_token():

@@ -382,6 +382,9 @@ def _layout(prefix_length: int, draft: DraftTree) -> TreeLayout:
     return TreeLayout(tuple(parents))
 
 
+DRAFT_SELECTIONS = ("greedy", "independent", "shared")  # how a hypothesis chooses tokens under sampling
+
+
 class ArrivingAudio:
     """The next chunk's audio as it streams in during the idle window before it: only what has arrived.
 
@@ -546,12 +549,16 @@ class IdleWindow(Phase):
         hypothesis[: len(arrived)] = arrived
         return self.encode(hypothesis, peek=True, fraction=unfed / self.next_samples), self.arrived_ms()
 
-    def decoding(self, output: Sequence[int] = ()) -> ChunkStep:
+    def decoding(self, output: Sequence[int] = (), selection: str = "shared") -> ChunkStep:
         """A hypothesis decoding of the next chunk in this window (forwards logged as ``draft``).
 
-        ``output`` pre-commits tokens without a forward (e.g. a forced runner-up first token).
+        ``output`` pre-commits tokens without a forward (e.g. a forced runner-up first token). ``selection``: how
+        it chooses tokens under sampling (``TokenSelector.for_drafts``); ``shared``, the default, chooses as the
+        post-audio step will (the oracle probe's comparison), ``greedy`` as a deterministic drafter.
         """
-        return ChunkStep(self.state, self.chunk_index, self.stopwatch, phase_name=self.phase_name, output=output)
+        step = ChunkStep(self.state, self.chunk_index, self.stopwatch, phase_name=self.phase_name, output=output)
+        step.selector = self.selector.for_drafts(selection)
+        return step
 
 
 class DecoderConfigError(ConfigError, ValueError):

@@ -10,6 +10,13 @@ the output distribution is the model's (each position gets fresh, independent no
 The key is explicit: the selector is made for one session (``Sampling.selector``), and every ``choose``
 names the chunk it decides for, so no caller sets hidden state before asking.
 
+Drafts made before the audio arrives (``TokenSelector.for_drafts``) must not see that noise: a draft that
+samples with the very noise its verification will draw is accepted wherever the two distributions put the
+same token first after the noise, far more often than a real drafter's tokens are. The paper's drafts are
+deterministic (``greedy``: accepted with the target's probability of the draft's argmax); ``independent``
+samples with noise keyed apart; ``shared`` keeps the coupling, behind a knob (a deployment that keys its
+sampler by position could do the same; it is beyond the paper).
+
 Example::
 
     >>> import torch
@@ -22,14 +29,16 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import torch
 
 from ticktock.adapters.base import UnitProtocol
+from ticktock.decoders.base import DRAFT_SELECTIONS
 from ticktock.errors import ConfigError
 
 
@@ -81,6 +90,9 @@ def _check_int(key: str, value, allowed: str, ok) -> None:
         raise SamplingError(f"{key}: must be {allowed}, got {value!r}")
 
 
+_DRAFT_KEY = 0x5EED_D4AF_7000  # mixed into the session key for ``independent`` drafts
+
+
 class TokenSelector:
     """Chooses the committed token of one session's positions: grammar, then greedy or keyed sampling."""
 
@@ -104,6 +116,33 @@ class TokenSelector:
     @property
     def greedy(self) -> bool:
         return self.sampling.greedy
+
+    def for_drafts(self, selection: str) -> "TokenSelector":
+        """The selector a hypothesis decodes with before its audio arrives (``selection``: one of
+        ``DRAFT_SELECTIONS``; see the module docstring). It shares this selector's grammar and turn state, so a
+        later ``set_turn_open`` holds for both; only the choice differs. Under greedy decoding all are this one.
+
+        Example (at T = 1 the draft takes the argmax; the committed token is a sample)::
+
+            >>> import torch
+            >>> from ticktock.adapters.base import UnitProtocol
+            >>> p = UnitProtocol(unit_open=0, unit_close=1, listen=2, speak=3, chunk_eos=4, turn_eos=5)
+            >>> sel = Sampling(temperature=1.0).selector(p, session_id="s1", tools_enabled=False)
+            >>> sel.for_drafts("greedy").choose(torch.tensor([0., 0., 1., 1.2, 0., 0.]), prefix=[], chunk_index=0)
+            3
+            >>> sel.for_drafts("shared") is sel
+            True
+        """
+        if selection not in DRAFT_SELECTIONS:
+            raise SamplingError(f"draft selection: must be one of {', '.join(DRAFT_SELECTIONS)}, got {selection!r}")
+        if selection == "shared" or self.greedy:
+            return self
+        twin = copy.copy(self)  # shallow: the grammar masks and the turn state stay shared
+        if selection == "greedy":
+            twin.sampling = replace(self.sampling, temperature=0.0)
+        else:
+            twin.session_key = self.session_key ^ _DRAFT_KEY
+        return twin
 
     def _mask(self, prefix: Sequence[int], vocab: int, device, chunk_index: int | None) -> torch.Tensor:
         mode, ids = self.protocol.allowed(prefix, self.tools_enabled, self._turn_open.get(chunk_index, False))

@@ -16,7 +16,10 @@
 5. **Pool continuation**: each later forward first looks up the longest pool n-gram ending the chunk's
    committed tokens and verifies its continuation.
 6. **Sampling**: verification compares each draft token with the token the selector commits there (the
-   keyed sample at temperature > 0), which is speculative sampling for deterministic drafts: exact.
+   keyed sample at temperature > 0), which is speculative sampling for deterministic drafts: exact. The
+   drafts are greedy (``draft_selection: greedy``), so a draft token is accepted with the target's
+   probability of it. ``independent`` drafts sample with their own noise; ``shared`` drafts sample with the
+   verification's own keyed noise (beyond the paper, and optimistic: see ``selection.py``).
 
 Beyond the paper, behind knobs: ``lookup_context`` adds the session's own token context (the PLD source)
 as a second lookup source, ranked with the pool by n-gram match length; ``lookup_branches`` verifies the
@@ -46,8 +49,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ticktock.clocks.base import WindowClosed
-from ticktock.decoders.base import (ChunkStep, Decoder, DecoderConfigError, DecoderSettings, DraftTree, IdleWindow,
-                                    Verification, knob, trim_draft)
+from ticktock.decoders.base import (DRAFT_SELECTIONS, ChunkStep, Decoder, DecoderConfigError, DecoderSettings,
+                                    DraftTree, IdleWindow, Verification, knob, trim_draft)
 from ticktock.decoders.call_schema import CallDrafter, call_patterns
 from ticktock.decoders.ngram import NgramIndex
 from ticktock.decoders.pool import HypothesisPool
@@ -152,6 +155,7 @@ class SpecListenSettings(DecoderSettings):
     redraft_policy: str = knob("interval", str, choices=("interval", "speech", "first_token"))
     redraft_every_ms: float = knob(200.0, float, minimum=1.0)
     redraft_speech_dbfs: float = knob(-45.0, float)
+    draft_selection: str = knob("greedy", str, choices=DRAFT_SELECTIONS)
 
     def check(self) -> None:
         if self.draft_with_pool and not self.pool:
@@ -248,7 +252,7 @@ class SpeculativeListeningDecoder(Decoder):
         audio, arrived = window.partial_audio()
         if window.remaining_ms() <= 0:
             return None
-        hypothesis = window.decoding()
+        hypothesis = window.decoding(selection=self.settings.draft_selection)
         previous = DraftTree()
         previous.add_chain(hypotheses.main, source=hypotheses.source)
         first = hypothesis.verify(window.next_inputs.segments(audio), self._trimmed(previous, hypothesis))
@@ -262,7 +266,7 @@ class SpeculativeListeningDecoder(Decoder):
         adapter = window.adapter
         prefix = window.next_inputs.segments(window.silence(fresh=self.settings.fresh_silence))
         prefix_end = state.cache_length + sum(adapter.segment_length(s) for s in prefix)
-        main = window.decoding()
+        main = window.decoding(selection=self.settings.draft_selection)
         stale = self._stale_hypotheses()
         first = main.verify(prefix, self._trimmed(stale.tree(), main) if stale else None)
         ranked = window.selector.ranked(first.logits[0], [], self.settings.branches, window.chunk_index)
@@ -272,7 +276,8 @@ class SpeculativeListeningDecoder(Decoder):
             if window.remaining_ms() <= 0:
                 break
             adapter.keep(prefix_end, [])  # back to the end of the silence prefill
-            hypotheses.branches.append(self._extend(window, window.decoding(output=[token])))
+            branch = window.decoding(output=[token], selection=self.settings.draft_selection)
+            hypotheses.branches.append(self._extend(window, branch))
         return hypotheses
 
     def _extend(self, window: IdleWindow, hypothesis: ChunkStep) -> list[int]:
