@@ -11,7 +11,7 @@ import pytest
 
 from ticktock.adapters.fixture import build_fixture_adapter
 from ticktock.embedded.data import AUDIO, IGNORE, layout
-from ticktock.embedded.targets import ChunkPlan, call_groups, plan_session, speak_units, tool_call_text
+from ticktock.embedded.targets import CLOSERS, OPENERS, ChunkPlan, call_groups, plan_session, speak_units, tool_call_text
 from ticktock.manifest import Session, Turn, load_manifest
 from ticktock.mock_tools import MockToolExecutor
 from ticktock.resources import resource_path
@@ -156,6 +156,27 @@ def test_an_rng_draws_every_phrasing_independently_per_action_and_the_same_for_t
     assert again == draws[7]
 
 
+def test_framing_opens_and_closes_only_drawn_replies_and_keeps_their_words(adapter):
+    executor = MockToolExecutor()
+    assert plan_session(varied_session(), adapter, executor, framing=0.6) == plan_session(varied_session(), adapter,
+                                                                                          executor)  # no rng: scripted
+    forms = Counter()
+    for seed in range(200):
+        nod, *replies = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(seed), 0.6))
+        assert nod in NODS  # backchannels are never framed
+        for reply in replies:
+            core = [r for r in REPLIES if r in reply]
+            assert len(core) == 1, reply
+            head, tail = reply.split(core[0])
+            assert head.strip() in ("", *OPENERS) and tail.strip() in ("", *CLOSERS), reply
+            forms["opener" if head.strip() else "bare"] += 1
+            forms["closer"] += bool(tail.strip())
+            assert len(speak_units(adapter, reply)) <= max(len(speak_units(adapter, r)) for r in REPLIES)  # it fits
+    assert forms["opener"] > 40 and forms["bare"] > forms["opener"] / 8
+    again = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), 0.6))
+    assert again == spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), 0.6))
+
+
 def test_a_drawn_phrasing_keeps_the_timing_of_the_plan(adapter):
     """Where each reply starts does not depend on the phrasing (only how many units it takes)."""
     executor = MockToolExecutor()
@@ -167,7 +188,8 @@ def test_a_drawn_phrasing_keeps_the_timing_of_the_plan(adapter):
 
 
 def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_corpus(embedded_adapter, tmp_path):
-    """Every phrasing keeps the answer and the tool values, and fits the session: drawn plans score like the text."""
+    """Every phrasing keeps the answer and the tool values, and fits the session: drawn plans score like the text
+    (framed ones too)."""
     from ticktock.corpus.splits import EVAL_SEED_LIMIT
     from ticktock.corpus.synth import generate
     from ticktock.corpus.tasks import BUILDERS
@@ -178,7 +200,7 @@ def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_
     total = Counter()
     for s in generate(tmp_path, list(BUILDERS), "train", EVAL_SEED_LIMIT, 4):
         rows = []
-        plans = plan_session(s, adapter, executor, rng=np.random.default_rng(session_seed(s)))
+        plans = plan_session(s, adapter, executor, rng=np.random.default_rng(session_seed(s)), framing=0.6)
         for span, plan in zip(s.chunk_spans(), plans):
             calls = [parse_tool_call(t) for t in adapter.tool_call_texts(plan.output)]
             rows.append({"chunk_index": span.index, "start_s": span.start_s, "arrival_s": span.end_s,

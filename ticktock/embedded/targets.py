@@ -19,8 +19,11 @@ chunk, exactly in the MiniCPM-o / Gander layout the adapter decodes:
 Phrasings: without ``rng`` every reply and backchannel says its action's ``text``; with ``rng`` (a numpy
 Generator) each speak / speak_after_tools / backchannel action says a phrasing drawn uniformly from its text
 and its ``variants``, independently per action (see :func:`phrasing`), so a model trained on several plans
-of a session learns a distribution of replies. Where each reply starts is the same either way; only how
-many speak units it takes depends on the phrasing.
+of a session learns a distribution of replies. With ``framing`` > 0 a drawn reply may also open with an
+acknowledgement or a filler and close with a closing remark (:func:`framed`), as real assistants' replies do,
+where that fits in the reply's room (no more speak units than its longest phrasing): the first and last words
+of a reply are then uncertain too, not only its wording. Where each reply
+starts is the same either way; only how many speak units it takes depends on the phrasing.
 
 Example::
 
@@ -111,6 +114,42 @@ def phrasing(action: dict, rng=None) -> str:
     return options[int(rng.integers(len(options)))]
 
 
+OPENERS = ("Sure.", "Okay.", "Right.", "Got it.", "Alright.", "Hmm.", "Let me see.", "Good question.")
+CLOSERS = ("Hope that helps.", "Anything else?", "Happy to help.")
+REPLY_ACTIONS = ("speak", "speak_after_tools")  # the actions whose phrasing ``framed`` may frame
+
+
+def framed(text: str, rng, framing: float, fits=None) -> str:
+    """``text`` with, at rate ``framing``, an opener (an acknowledgement or a filler, drawn uniformly from
+    ``OPENERS``) and, at half that rate and independently, a closer from ``CLOSERS``. Two draws per reply whatever
+    the outcome, so the generator's stream does not depend on them. Each opener comes at ``framing / 8``, so
+    while ``framing`` < 8/9 a reply's likeliest first words are still its own (what greedy decoding says).
+    ``fits`` (text -> bool): a frame that does not fit is dropped, the closer first, then the opener.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(2)
+    >>> [framed("It is Paris.", rng, 0.6) for _ in range(3)]
+    ['Got it. It is Paris. Happy to help.', 'It is Paris. Hope that helps.', 'It is Paris.']
+    >>> framed("It is Paris.", np.random.default_rng(2), 0.6, fits=lambda t: len(t) < 30)
+    'Got it. It is Paris.'
+    """
+    opener, closer = rng.random(2)
+    head = OPENERS[int(opener / framing * len(OPENERS))] if opener < framing else None
+    tail = CLOSERS[int(closer / (framing / 2) * len(CLOSERS))] if closer < framing / 2 else None
+    for parts in ((head, text, tail), (head, text), (text, tail)):
+        candidate = " ".join(part for part in parts if part)
+        if fits is None or fits(candidate):
+            return candidate
+    return text
+
+
+def _framed_to_fit(action: dict, text: str, adapter, rng, framing: float) -> str:
+    """``framed`` with the reply's room in the session: no more speak units than its longest phrasing takes (the
+    corpus times the next turn after the scripted reply, and every phrasing fits)."""
+    room = max(len(speak_units(adapter, option)) for option in [action["text"], *action.get("variants", ())])
+    return framed(text, rng, framing, fits=lambda candidate: len(speak_units(adapter, candidate)) <= room)
+
+
 def backchannel_unit(adapter, text: str) -> list[int]:
     p = adapter.protocol
     return [p.backchannel, *adapter.encode_text(" " + text.strip()), p.chunk_eos]
@@ -147,13 +186,17 @@ def _first_chunk_after(time_s: float, spans) -> int:
     return math.inf
 
 
-def plan_session(session: Session, adapter, executor, rng=None) -> list[ChunkPlan]:
+def plan_session(session: Session, adapter, executor, rng=None, framing: float = 0.0) -> list[ChunkPlan]:
     """The oracle policy's output (and injected tool responses) for every chunk of ``session``; with ``rng`` (a
-    numpy Generator) every reply and backchannel says a phrasing drawn from its action (:func:`phrasing`)."""
+    numpy Generator) every reply and backchannel says a phrasing drawn from its action (:func:`phrasing`), and
+    with ``framing`` > 0 each reply is then framed (:func:`framed`; backchannels are not)."""
     spans = session.chunk_spans()
     turns = session.turns
     script = session.expected.get("script", [])
     texts = {i: phrasing(a, rng) for i, a in enumerate(script) if a.get("action") in SPOKEN_ACTIONS}
+    if rng is not None and framing > 0:
+        texts = {i: _framed_to_fit(script[i], text, adapter, rng, framing) if script[i]["action"] in REPLY_ACTIONS
+                 else text for i, text in texts.items()}
     replies = _replies(session, adapter, executor, texts)
     reply_at = {_first_chunk_after(turns[i].end_s + RESPOND_AFTER_S, spans): i for i in replies}
     stops = {

@@ -73,16 +73,17 @@ def corpus_texts(sessions, executor) -> list[str]:
     return texts
 
 
-def load_examples(sessions, adapter, executor, vocabulary, cache: Path, phrasings: int = 1, seed: int = 0):
-    """Per session, its examples: the scripted phrasing and ``phrasings - 1`` drawn ones (``phrasing_examples``),
-    sharing the audio; built once and cached in ``cache``."""
+def load_examples(sessions, adapter, executor, vocabulary, cache: Path, phrasings: int = 1, seed: int = 0,
+                  framing: float = 0.0):
+    """Per session, its examples: the scripted phrasing and ``phrasings - 1`` drawn ones (``phrasing_examples``,
+    framed at rate ``framing``), sharing the audio; built once and cached in ``cache``."""
     if cache.is_file():
         return pickle.loads(cache.read_bytes())
     examples = []
     began = time.time()
     for i, session in enumerate(sessions):
         first = build_example(session, adapter, executor, vocabulary)
-        examples.append(phrasing_examples(first, session, adapter, executor, phrasings, seed))
+        examples.append(phrasing_examples(first, session, adapter, executor, phrasings, seed, framing))
         if (i + 1) % 500 == 0:
             print(f"  examples {i + 1}/{len(sessions)} ({time.time() - began:.0f} s)", flush=True)
     with atomic_write(cache) as tmp:
@@ -153,9 +154,9 @@ def plot_losses(log: Path, out: Path) -> None:
     plt.close(fig)
 
 
-RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "generate", "seed", "vocab", "hidden", "layers", "steps", "warmup", "lr", "batch_tokens",
-               "bf16", "word_weight", "task_weight", "log_every", "val_every")  # what makes a training run: a checkpoint
-                                                                              # resumes only the same run
+RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "generate", "seed", "vocab", "hidden", "layers",
+               "steps", "warmup", "lr", "batch_tokens", "bf16", "word_weight", "task_weight", "log_every",
+               "val_every")  # what makes a training run: a checkpoint resumes only the same run
 CHECKPOINT = "checkpoint.pt"
 LOG_COLUMNS = ["step", "elapsed_s", "lr", "train_loss", "train_token_acc", "word_acc", "val_loss", "val_token_acc"]
 
@@ -272,8 +273,10 @@ def train(args) -> None:
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
-    cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}-{tokenizer_digest(tokenizer)}.pkl"
-    examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed)
+    framing = f"-f{args.framing:g}" if args.framing else ""  # framing 0: the cache name of the runs before it
+    cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{framing}-{tokenizer_digest(tokenizer)}.pkl"
+    examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed,
+                             args.framing)
     order = rng.permutation(len(examples))
     held = max(16, len(examples) // 50)
     valid = [examples[i][0] for i in order[:held]]  # the scripted phrasing, as the evaluation corpus has it
@@ -282,7 +285,8 @@ def train(args) -> None:
     train_set = [e for i in order[held:] for e in examples[i] for _ in range(weights.get(e.task, 1))]
     for folder, more in zip(args.extra_corpus, extra):  # augmented copies of validation sessions stay out
         kept = [s for s in more if augmented_of(s) not in held_ids]
-        drawn = load_examples(kept, adapter, executor, vocabulary, Path(folder) / cache, args.phrasings, args.seed)
+        drawn = load_examples(kept, adapter, executor, vocabulary, Path(folder) / cache, args.phrasings, args.seed,
+                              args.framing)
         train_set += [e for draws in drawn for e in draws for _ in range(weights.get(e.task, 1))]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -346,7 +350,7 @@ def train(args) -> None:
     training = {"seed": args.seed, "steps": progress.step, "planned_steps": args.steps,
                 "train_minutes": round(progress.elapsed_s / 60, 1),
                 "sessions": len(sessions), "train_examples": len(train_set), "validation_sessions": len(valid),
-                "phrasings": args.phrasings, "extra_corpora": [str(f) for f in args.extra_corpus],
+                "phrasings": args.phrasings, "framing": args.framing, "extra_corpora": [str(f) for f in args.extra_corpus],
                 "extra_sessions": sum(map(len, extra)),
                 "corpus_seed": TRAIN_SEED_BASE + args.seed, "sessions_per_task": args.generate, "vocab": len(tokenizer),
                 "batch_tokens": args.batch_tokens, "lr": args.lr, "word_weight": args.word_weight,
@@ -369,6 +373,9 @@ def main(argv=None) -> None:
     parser.add_argument("--phrasings", type=int, default=1,
                         help="examples per session: the scripted phrasing of every reply, and N - 1 with each reply's "
                              "phrasing drawn from its variants (sharing the audio)")
+    parser.add_argument("--framing", type=float, default=0.0,
+                        help="in the drawn phrasings, the rate of replies that open with an acknowledgement or filler "
+                             "(half as many close with a closing remark; 0: none)")
     parser.add_argument("--out", required=True, help="model folder to write")
     parser.add_argument("--init", default=None, metavar="DIR",
                         help="continue from this trained model folder (its weights, tokenizer and architecture; "
