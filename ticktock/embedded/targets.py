@@ -123,7 +123,8 @@ def framed(text: str, rng, framing: float, fits=None) -> str:
     """``text`` with, at rate ``framing``, an opener (an acknowledgement or a filler, drawn uniformly from
     ``OPENERS``) and, at half that rate and independently, a closer from ``CLOSERS``. Two draws per reply whatever
     the outcome, so the generator's stream does not depend on them. Each opener comes at ``framing / 8``, so
-    while ``framing`` < 8/9 a reply's likeliest first words are still its own (what greedy decoding says).
+    while ``framing`` < 8/9 the bare reply is the likeliest single form (a trained model may still prefer an
+    opener where the reply's own first words are split among its variants).
     ``fits`` (text -> bool): a frame that does not fit is dropped, the closer first, then the opener.
 
     >>> import numpy as np
