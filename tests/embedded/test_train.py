@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ticktock.embedded.train import task_weight
+from ticktock.embedded.train import framing_rate, task_weight
 
 
 def test_task_weight_values_are_parsed_and_bad_ones_named():
@@ -11,6 +11,13 @@ def test_task_weight_values_are_parsed_and_bad_ones_named():
     for bad in ("fdb_v3", "fdb_v3=", "=2", "fdb_v3=0", "fdb_v3=1.5"):
         with pytest.raises(argparse.ArgumentTypeError, match=repr(bad)):
             task_weight(bad)
+
+
+def test_framing_rates_are_parsed_and_bad_ones_named():
+    assert framing_rate("0.8") == 0.8 and framing_rate("0") == 0.0
+    for bad in ("-0.1", "1.5", "nan", "often"):
+        with pytest.raises(argparse.ArgumentTypeError, match=repr(bad)):
+            framing_rate(bad)
 
 
 @pytest.fixture(scope="module")

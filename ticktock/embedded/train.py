@@ -113,6 +113,17 @@ def task_weight(text: str) -> tuple[str, int]:
     return task, int(count)
 
 
+def framing_rate(text: str) -> float:
+    """``--framing`` values: a rate in [0, 1], e.g. ``0.8``."""
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = math.nan
+    if not 0.0 <= rate <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1 (e.g. 0.8), got {text!r}")
+    return rate
+
+
 def learning_rate(step: int, steps: int, peak: float, warmup: int) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
@@ -373,7 +384,7 @@ def main(argv=None) -> None:
     parser.add_argument("--phrasings", type=int, default=1,
                         help="examples per session: the scripted phrasing of every reply, and N - 1 with each reply's "
                              "phrasing drawn from its variants (sharing the audio)")
-    parser.add_argument("--framing", type=float, default=0.0,
+    parser.add_argument("--framing", type=framing_rate, default=0.0,
                         help="in the drawn phrasings, the rate of replies that open with an acknowledgement or filler "
                              "(half as many close with a closing remark; 0: none)")
     parser.add_argument("--out", required=True, help="model folder to write")
