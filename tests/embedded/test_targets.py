@@ -11,7 +11,8 @@ import pytest
 
 from ticktock.adapters.fixture import build_fixture_adapter
 from ticktock.embedded.data import AUDIO, IGNORE, layout
-from ticktock.embedded.targets import CLOSERS, OPENERS, ChunkPlan, call_groups, plan_session, speak_units, tool_call_text
+from ticktock.embedded.targets import (CLOSERS, OPENERS, ChunkPlan, ReplyVariety, call_groups, mixed, plan_session,
+                                       sentences, speak_units, tool_call_text)
 from ticktock.manifest import Session, Turn, load_manifest
 from ticktock.mock_tools import MockToolExecutor
 from ticktock.resources import resource_path
@@ -158,11 +159,12 @@ def test_an_rng_draws_every_phrasing_independently_per_action_and_the_same_for_t
 
 def test_framing_opens_and_closes_only_drawn_replies_and_keeps_their_words(adapter):
     executor = MockToolExecutor()
-    assert plan_session(varied_session(), adapter, executor, framing=0.6) == plan_session(varied_session(), adapter,
-                                                                                          executor)  # no rng: scripted
+    framing = ReplyVariety(framing=0.6)
+    assert plan_session(varied_session(), adapter, executor, variety=framing) == plan_session(varied_session(), adapter,
+                                                                                              executor)  # no rng: scripted
     forms = Counter()
     for seed in range(200):
-        nod, *replies = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(seed), 0.6))
+        nod, *replies = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(seed), framing))
         assert nod in NODS  # backchannels are never framed
         for reply in replies:
             core = [r for r in REPLIES if r in reply]
@@ -173,8 +175,56 @@ def test_framing_opens_and_closes_only_drawn_replies_and_keeps_their_words(adapt
             forms["closer"] += bool(tail.strip())
             assert len(speak_units(adapter, reply)) <= max(len(speak_units(adapter, r)) for r in REPLIES)  # it fits
     assert forms["opener"] > 40 and forms["bare"] > forms["opener"] / 8
-    again = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), 0.6))
-    assert again == spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), 0.6))
+    again = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), framing))
+    assert again == spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), framing))
+
+
+LONG_REPLIES = ("It is Lima. It is in Peru. It is old.", "Lima it is. Peru has it. Very old.",
+                "The answer: Lima. In Peru. An old one.", "Lima, the capital of Peru.")
+
+
+def test_mixing_rebuilds_drawn_replies_sentence_by_sentence_from_phrasings_of_as_many_sentences(adapter):
+    executor = MockToolExecutor()
+    turns = [Turn("user", "request", "q", 1.0, 2.0, (), True)]
+    long_session = session(turns, [{"turn": 0, "action": "speak", "text": LONG_REPLIES[0],
+                                    "variants": list(LONG_REPLIES[1:])}], duration=20.0)
+    three = [sentences(r) for r in LONG_REPLIES[:3]]
+    room = max(len(speak_units(adapter, r)) for r in LONG_REPLIES)
+    mixing = ReplyVariety(mixing=0.7)
+    said = Counter()
+    for seed in range(200):
+        [reply] = spoken(adapter, plan_session(long_session, adapter, executor, np.random.default_rng(seed), mixing))
+        parts = sentences(reply)
+        assert reply == LONG_REPLIES[3] or (len(parts) == 3 and all(parts[i] in {t[i] for t in three} for i in range(3)))
+        assert len(speak_units(adapter, reply)) <= room  # it fits the session
+        said[reply] += 1
+    assert len(said) > 8 and set(LONG_REPLIES) <= set(said)  # new combinations, and every phrasing still whole
+    assert said[LONG_REPLIES[3]] > 30  # a one-sentence phrasing is never mixed (drawn a quarter of the time)
+    no_mixing = [plan_session(long_session, adapter, executor, np.random.default_rng(seed), ReplyVariety(mixing=0.0))
+                 for seed in range(20)]
+    assert no_mixing == [plan_session(long_session, adapter, executor, np.random.default_rng(seed)) for seed in range(20)]
+    assert {spoken(adapter, p)[0] for p in no_mixing} <= set(LONG_REPLIES)  # whole phrasings only
+    again = plan_session(long_session, adapter, executor, np.random.default_rng(11), mixing)
+    assert again == plan_session(long_session, adapter, executor, np.random.default_rng(11), mixing)
+
+
+def test_mixing_keeps_every_name_and_number_once_and_one_counting_style():
+    booking = {"text": "Ann is booked on AC721. The number is BK1.",
+               "variants": ["Done. Ann has AC721, number BK1.", "Ann flies AC721. Booking BK1.", "Ann is on AC721. It is BK1."]}
+    tips = {"text": "First, sleep. Second, eat. Third, walk.",
+            "variants": ["One, sleep well. Two, eat well. Three, walk.", "First, rest. Second, food. Third, a walk."]}
+    said = set()
+    for seed in range(100):
+        for action in (booking, tips):
+            for text in (action["text"], *action["variants"]):
+                reply = mixed(action, text, np.random.default_rng(seed), 1.0)
+                said.add(reply)
+                if action is booking:
+                    assert [reply.count(value) for value in ("Ann", "AC721", "BK1")] == [1, 1, 1], reply
+                    assert reply.startswith("Done.") == text.startswith("Done.")  # no peer: never mixed
+                else:
+                    assert ("First," in reply) != ("One," in reply) and ("Two," in reply) == ("One," in reply), reply
+    assert "Ann flies AC721. The number is BK1." in said and "First, rest. Second, eat. Third, a walk." in said
 
 
 def test_a_drawn_phrasing_keeps_the_timing_of_the_plan(adapter):
@@ -189,7 +239,7 @@ def test_a_drawn_phrasing_keeps_the_timing_of_the_plan(adapter):
 
 def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_corpus(embedded_adapter, tmp_path):
     """Every phrasing keeps the answer and the tool values, and fits the session: drawn plans score like the text
-    (framed ones too)."""
+    (mixed and framed ones too)."""
     from ticktock.corpus.splits import EVAL_SEED_LIMIT
     from ticktock.corpus.synth import generate
     from ticktock.corpus.tasks import BUILDERS
@@ -200,7 +250,8 @@ def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_
     total = Counter()
     for s in generate(tmp_path, list(BUILDERS), "train", EVAL_SEED_LIMIT, 4):
         rows = []
-        plans = plan_session(s, adapter, executor, rng=np.random.default_rng(session_seed(s)), framing=0.6)
+        plans = plan_session(s, adapter, executor, rng=np.random.default_rng(session_seed(s)),
+                             variety=ReplyVariety(framing=0.6, mixing=0.6))
         for span, plan in zip(s.chunk_spans(), plans):
             calls = [parse_tool_call(t) for t in adapter.tool_call_texts(plan.output)]
             rows.append({"chunk_index": span.index, "start_s": span.start_s, "arrival_s": span.end_s,

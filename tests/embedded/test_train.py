@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ticktock.embedded.train import framing_rate, task_weight
+from ticktock.embedded.train import rate_argument, task_weight
 
 
 def test_task_weight_values_are_parsed_and_bad_ones_named():
@@ -13,11 +13,11 @@ def test_task_weight_values_are_parsed_and_bad_ones_named():
             task_weight(bad)
 
 
-def test_framing_rates_are_parsed_and_bad_ones_named():
-    assert framing_rate("0.8") == 0.8 and framing_rate("0") == 0.0
+def test_rate_arguments_are_parsed_and_bad_ones_named():
+    assert rate_argument("0.8") == 0.8 and rate_argument("0") == 0.0
     for bad in ("-0.1", "1.5", "nan", "often"):
         with pytest.raises(argparse.ArgumentTypeError, match=repr(bad)):
-            framing_rate(bad)
+            rate_argument(bad)
 
 
 @pytest.fixture(scope="module")

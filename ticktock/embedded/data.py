@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ticktock.audio import load_audio
-from ticktock.embedded.targets import plan_session
+from ticktock.embedded.targets import ReplyVariety, plan_session
 
 AUDIO = -1
 IGNORE = -100
@@ -104,10 +104,11 @@ def build_example(session, adapter, executor, vocabulary: dict[str, int] | None 
                    frame_words(session, vocabulary or {}, adapter.frontend.embeds_per_second))
 
 
-def planned_tokens(session, adapter, executor, rng: np.random.Generator | None = None, framing: float = 0.0):
+def planned_tokens(session, adapter, executor, rng: np.random.Generator | None = None,
+                   variety: ReplyVariety = ReplyVariety()):
     """Token ids, labels and per-chunk decisions of the oracle plan (``rng``: draw each reply's phrasing;
-    ``framing``: the rate of drawn openers and half that of closers, ``targets.framed``)."""
-    plans = plan_session(session, adapter, executor, rng=rng, framing=framing)
+    ``variety``: how drawn replies are mixed and framed, ``targets.ReplyVariety``)."""
+    plans = plan_session(session, adapter, executor, rng=rng, variety=variety)
     prompt = adapter.encode_text(adapter.prompt_text(None, []))
     tokens, labels = layout(prompt, plans, adapter.protocol, adapter.frontend.embeds_per_second)
     return (np.asarray(tokens, dtype=np.int32), np.asarray(labels, dtype=np.int32),
@@ -115,9 +116,9 @@ def planned_tokens(session, adapter, executor, rng: np.random.Generator | None =
 
 
 def phrasing_examples(example: Example, session, adapter, executor, count: int, seed: int,
-                      framing: float = 0.0) -> list[Example]:
-    """``example`` and ``count - 1`` more with each reply's phrasing drawn (``targets.plan_session``, ``framing``:
-    openers and closers too), sharing its audio: the model learns a distribution over phrasings, not one string
+                      variety: ReplyVariety = ReplyVariety()) -> list[Example]:
+    """``example`` and ``count - 1`` more with each reply's phrasing drawn (``targets.plan_session``, ``variety``:
+    mixed sentence by sentence, opened and closed too), sharing its audio: the model learns a distribution over phrasings, not one string
     per reply. Deterministic per seed.
 
     The draws' random generators are keyed by (seed, session id, draw), so adding sessions changes no other draw."""
@@ -126,7 +127,7 @@ def phrasing_examples(example: Example, session, adapter, executor, count: int, 
     draws = [example]
     for k in range(1, count):
         rng = np.random.default_rng([seed, stable_seed(session.session_id), k])
-        tokens, labels, decisions = planned_tokens(session, adapter, executor, rng, framing)
+        tokens, labels, decisions = planned_tokens(session, adapter, executor, rng, variety)
         draws.append(Example(example.session_id, example.task, tokens, labels, example.mel, decisions, example.words))
     return draws
 

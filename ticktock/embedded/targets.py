@@ -22,19 +22,24 @@ and its ``variants``, independently per action (see :func:`phrasing`), so a mode
 of a session learns a distribution of replies. With ``framing`` > 0 a drawn reply may also open with an
 acknowledgement or a filler and close with a closing remark (:func:`framed`), as real assistants' replies do,
 where that fits in the reply's room (no more speak units than its longest phrasing): the first and last words
-of a reply are then uncertain too, not only its wording. Where each reply
-starts is the same either way; only how many speak units it takes depends on the phrasing.
+of a reply are then uncertain too, not only its wording. With ``mixing`` > 0 a drawn reply of several
+sentences may be rebuilt sentence by sentence from its phrasings (:func:`mixed`), so its middle is uncertain too:
+a model trained on whole phrasings alone knows, after a reply's first words, every word that follows. Both rates
+are a :class:`ReplyVariety`. Where each reply starts is the same either way; only how many speak units it takes
+depends on the phrasing.
 
 Example::
 
     plan = plan_session(session, tokenizer_adapter, executor)    # one ChunkPlan per chunk
     plan[4].output   # e.g. [<|speak|>, 'The', ' capital', ... , <|chunk_eos|>]
-    drawn = plan_session(session, tokenizer_adapter, executor, rng=np.random.default_rng(7))
+    drawn = plan_session(session, tokenizer_adapter, executor, rng=np.random.default_rng(7),
+                         variety=ReplyVariety(framing=0.8, mixing=0.6))
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -144,11 +149,97 @@ def framed(text: str, rng, framing: float, fits=None) -> str:
     return text
 
 
-def _framed_to_fit(action: dict, text: str, adapter, rng, framing: float) -> str:
-    """``framed`` with the reply's room in the session: no more speak units than its longest phrasing takes (the
-    corpus times the next turn after the scripted reply, and every phrasing fits)."""
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split after each sentence's final ``.``, ``!`` or ``?``.
+
+    >>> sentences("Sure, three tips. One, keep a schedule! Two?")
+    ['Sure, three tips.', 'One, keep a schedule!', 'Two?']
+    """
+    return SENTENCE_END.split(text.strip())
+
+
+def _words(sentence: str) -> list[str]:
+    return [word.strip(".,!?;:\"'()") for word in sentence.split()]
+
+
+def reply_names(phrasings) -> set[str]:
+    """The names (people, places, products) of a reply: the words some phrasing capitalises past a sentence's first
+    word, "I" aside.
+
+    >>> sorted(reply_names(["Peter Walsh flies to Athens.", "I booked Peter Walsh."]))
+    ['Athens', 'Peter', 'Walsh']
+    """
+    return {word for text in phrasings for sentence in sentences(text) for i, word in enumerate(_words(sentence))
+            if i > 0 and word[:1].isupper() and word != "I"}
+
+
+ENUMERATIONS = {"First": "ordinal", "Second": "ordinal", "Third": "ordinal", "One": "count", "Two": "count",
+                "Three": "count"}  # a sentence's first word that says how a list is counted
+
+
+def sentence_values(sentence: str, names: set[str]) -> list[str]:
+    """What of ``sentence`` a phrasing mixed into it must keep, sorted: its words with a digit, its ``names``, and how
+    it counts a list ("First," or "One,", ``ENUMERATIONS``), so that mixing never mixes the counting styles.
+
+    >>> sentence_values("Peter Walsh is on flight AC721 at 08:30.", {"Peter", "Walsh"})
+    ['08:30', 'AC721', 'Peter', 'Walsh']
+    >>> sentence_values("Two, keep the room cool.", set()), sentence_values("Second, keep it cool.", set())
+    (['<count>'], ['<ordinal>'])
+    """
+    words = _words(sentence)
+    counting = [f"<{ENUMERATIONS[words[0]]}>"] if words and words[0] in ENUMERATIONS else []
+    return sorted(counting + [word for word in words if word in names or any(c.isdigit() for c in word)])
+
+
+def mixed(action: dict, text: str, rng, mixing: float, fits=None) -> str:
+    """At rate ``mixing``, ``text`` (one of ``action``'s phrasings) rebuilt sentence by sentence: sentence i drawn
+    uniformly from the phrasings that match ``text`` sentence for sentence, as many sentences with the same values
+    in each (``sentence_values`` of the ``reply_names``), so a mixed reply keeps every name, number and answer once. One draw for the
+    rate, then one per sentence when it mixes. ``text`` itself where no other phrasing matches it, or where the
+    result does not ``fits``.
+
+    >>> import numpy as np
+    >>> action = {"text": "It is Paris. It is big.", "variants": ["Paris is it. A big city.", "Paris. Big.", "Paris!"]}
+    >>> [mixed(action, "It is Paris. It is big.", np.random.default_rng(seed), 1.0) for seed in (0, 1, 6)]
+    ['Paris is it. It is big.', 'Paris. Big.', 'Paris is it. A big city.']
+    """
+    if rng.random() >= mixing:
+        return text
+    phrasings = [action["text"], *action.get("variants", ())]
+    names = reply_names(phrasings)
+    shape = [sentence_values(sentence, names) for sentence in sentences(text)]
+    peers = [parts for parts in map(sentences, phrasings) if [sentence_values(part, names) for part in parts] == shape]
+    if len(shape) < 2 or len(peers) < 2:
+        return text
+    candidate = " ".join(peers[pick][i] for i, pick in enumerate(rng.integers(len(peers), size=len(shape))))
+    return candidate if fits is None or fits(candidate) else text
+
+
+@dataclass(frozen=True)
+class ReplyVariety:
+    """How much a drawn reply varies beyond its phrasing: ``framing`` (the rate of an opener, half of it a
+    closer, :func:`framed`) and ``mixing`` (the rate of a reply rebuilt sentence by sentence, :func:`mixed`).
+    Zero rates draw nothing, so the plans (and training examples) of runs before a knob existed are unchanged."""
+
+    framing: float = 0.0
+    mixing: float = 0.0
+
+
+def _varied(action: dict, text: str, adapter, rng, variety: ReplyVariety) -> str:
+    """A drawn reply ``text``, mixed then framed, within the reply's room in the session: no more speak units than
+    its longest phrasing takes (the corpus times the next turn after the scripted reply, and every phrasing fits)."""
+    if not (variety.mixing or variety.framing):
+        return text
     room = max(len(speak_units(adapter, option)) for option in [action["text"], *action.get("variants", ())])
-    return framed(text, rng, framing, fits=lambda candidate: len(speak_units(adapter, candidate)) <= room)
+    fits = lambda candidate: len(speak_units(adapter, candidate)) <= room  # noqa: E731
+    if variety.mixing > 0:
+        text = mixed(action, text, rng, variety.mixing, fits)
+    if variety.framing > 0:
+        text = framed(text, rng, variety.framing, fits)
+    return text
 
 
 def backchannel_unit(adapter, text: str) -> list[int]:
@@ -187,16 +278,16 @@ def _first_chunk_after(time_s: float, spans) -> int:
     return math.inf
 
 
-def plan_session(session: Session, adapter, executor, rng=None, framing: float = 0.0) -> list[ChunkPlan]:
+def plan_session(session: Session, adapter, executor, rng=None, variety: ReplyVariety = ReplyVariety()) -> list[ChunkPlan]:
     """The oracle policy's output (and injected tool responses) for every chunk of ``session``; with ``rng`` (a
     numpy Generator) every reply and backchannel says a phrasing drawn from its action (:func:`phrasing`), and
-    with ``framing`` > 0 each reply is then framed (:func:`framed`; backchannels are not)."""
+    each reply is then varied as ``variety`` says (mixed, then framed; backchannels are not)."""
     spans = session.chunk_spans()
     turns = session.turns
     script = session.expected.get("script", [])
     texts = {i: phrasing(a, rng) for i, a in enumerate(script) if a.get("action") in SPOKEN_ACTIONS}
-    if rng is not None and framing > 0:
-        texts = {i: _framed_to_fit(script[i], text, adapter, rng, framing) if script[i]["action"] in REPLY_ACTIONS
+    if rng is not None:
+        texts = {i: _varied(script[i], text, adapter, rng, variety) if script[i]["action"] in REPLY_ACTIONS
                  else text for i, text in texts.items()}
     replies = _replies(session, adapter, executor, texts)
     reply_at = {_first_chunk_after(turns[i].end_s + RESPOND_AFTER_S, spans): i for i in replies}

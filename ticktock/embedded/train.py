@@ -43,7 +43,7 @@ from ticktock.atomic import atomic_write
 from ticktock.embedded.data import batches, build_example, collate, forward_loss, phrasing_examples, word_vocabulary
 from ticktock.embedded.model import (Architecture, SYSTEM_PROMPT, build_model, load_embedded_adapter, make_adapter,
                                      save_model)
-from ticktock.embedded.targets import tool_call_text
+from ticktock.embedded.targets import ReplyVariety, tool_call_text
 from ticktock.embedded.tokenizer import train_tokenizer
 from ticktock.manifest import load_manifest
 from ticktock.mock_tools import MockToolExecutor
@@ -74,21 +74,30 @@ def corpus_texts(sessions, executor) -> list[str]:
 
 
 def load_examples(sessions, adapter, executor, vocabulary, cache: Path, phrasings: int = 1, seed: int = 0,
-                  framing: float = 0.0):
+                  variety: ReplyVariety = ReplyVariety()):
     """Per session, its examples: the scripted phrasing and ``phrasings - 1`` drawn ones (``phrasing_examples``,
-    framed at rate ``framing``), sharing the audio; built once and cached in ``cache``."""
+    mixed and framed as ``variety`` says), sharing the audio; built once and cached in ``cache``."""
     if cache.is_file():
         return pickle.loads(cache.read_bytes())
     examples = []
     began = time.time()
     for i, session in enumerate(sessions):
         first = build_example(session, adapter, executor, vocabulary)
-        examples.append(phrasing_examples(first, session, adapter, executor, phrasings, seed, framing))
+        examples.append(phrasing_examples(first, session, adapter, executor, phrasings, seed, variety))
         if (i + 1) % 500 == 0:
             print(f"  examples {i + 1}/{len(sessions)} ({time.time() - began:.0f} s)", flush=True)
     with atomic_write(cache) as tmp:
         tmp.write_bytes(pickle.dumps(examples))
     return examples
+
+
+def variety_tag(variety: ReplyVariety) -> str:
+    """The example cache name's part for ``variety``; empty for none, the names of the runs before the knobs.
+
+    >>> variety_tag(ReplyVariety()), variety_tag(ReplyVariety(framing=0.8)), variety_tag(ReplyVariety(0.8, 0.6))
+    ('', '-f0.8', '-f0.8-m0.6')
+    """
+    return (f"-f{variety.framing:g}" if variety.framing else "") + (f"-m{variety.mixing:g}" if variety.mixing else "")
 
 
 def training_sessions(manifest: Path) -> list:
@@ -113,8 +122,8 @@ def task_weight(text: str) -> tuple[str, int]:
     return task, int(count)
 
 
-def framing_rate(text: str) -> float:
-    """``--framing`` values: a rate in [0, 1], e.g. ``0.8``."""
+def rate_argument(text: str) -> float:
+    """``--framing`` and ``--mixing`` values: a rate in [0, 1], e.g. ``0.8``."""
     try:
         rate = float(text)
     except ValueError:
@@ -165,7 +174,7 @@ def plot_losses(log: Path, out: Path) -> None:
     plt.close(fig)
 
 
-RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "generate", "seed", "vocab", "hidden", "layers",
+RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "mixing", "generate", "seed", "vocab", "hidden", "layers",
                "steps", "warmup", "lr", "batch_tokens", "bf16", "word_weight", "task_weight", "log_every",
                "val_every")  # what makes a training run: a checkpoint resumes only the same run
 CHECKPOINT = "checkpoint.pt"
@@ -284,10 +293,10 @@ def train(args) -> None:
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
-    framing = f"-f{args.framing:g}" if args.framing else ""  # framing 0: the cache name of the runs before it
-    cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{framing}-{tokenizer_digest(tokenizer)}.pkl"
+    variety = ReplyVariety(args.framing, args.mixing)
+    cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{variety_tag(variety)}-{tokenizer_digest(tokenizer)}.pkl"
     examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed,
-                             args.framing)
+                             variety)
     order = rng.permutation(len(examples))
     held = max(16, len(examples) // 50)
     valid = [examples[i][0] for i in order[:held]]  # the scripted phrasing, as the evaluation corpus has it
@@ -297,7 +306,7 @@ def train(args) -> None:
     for folder, more in zip(args.extra_corpus, extra):  # augmented copies of validation sessions stay out
         kept = [s for s in more if augmented_of(s) not in held_ids]
         drawn = load_examples(kept, adapter, executor, vocabulary, Path(folder) / cache, args.phrasings, args.seed,
-                              args.framing)
+                              variety)
         train_set += [e for draws in drawn for e in draws for _ in range(weights.get(e.task, 1))]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -361,7 +370,7 @@ def train(args) -> None:
     training = {"seed": args.seed, "steps": progress.step, "planned_steps": args.steps,
                 "train_minutes": round(progress.elapsed_s / 60, 1),
                 "sessions": len(sessions), "train_examples": len(train_set), "validation_sessions": len(valid),
-                "phrasings": args.phrasings, "framing": args.framing, "extra_corpora": [str(f) for f in args.extra_corpus],
+                "phrasings": args.phrasings, "framing": args.framing, "mixing": args.mixing, "extra_corpora": [str(f) for f in args.extra_corpus],
                 "extra_sessions": sum(map(len, extra)),
                 "corpus_seed": TRAIN_SEED_BASE + args.seed, "sessions_per_task": args.generate, "vocab": len(tokenizer),
                 "batch_tokens": args.batch_tokens, "lr": args.lr, "word_weight": args.word_weight,
@@ -384,9 +393,12 @@ def main(argv=None) -> None:
     parser.add_argument("--phrasings", type=int, default=1,
                         help="examples per session: the scripted phrasing of every reply, and N - 1 with each reply's "
                              "phrasing drawn from its variants (sharing the audio)")
-    parser.add_argument("--framing", type=framing_rate, default=0.0,
+    parser.add_argument("--framing", type=rate_argument, default=0.0,
                         help="in the drawn phrasings, the rate of replies that open with an acknowledgement or filler "
                              "(half as many close with a closing remark; 0: none)")
+    parser.add_argument("--mixing", type=rate_argument, default=0.0,
+                        help="in the drawn phrasings, the rate of replies rebuilt sentence by sentence from their "
+                             "phrasings (0: none)")
     parser.add_argument("--out", required=True, help="model folder to write")
     parser.add_argument("--init", default=None, metavar="DIR",
                         help="continue from this trained model folder (its weights, tokenizer and architecture; "
