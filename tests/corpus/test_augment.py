@@ -26,6 +26,12 @@ def dominant_hz(audio):
     return float(np.fft.rfftfreq(len(audio), 1 / SAMPLE_RATE)[np.argmax(spectrum)])
 
 
+def onset_s(audio):
+    """Where the audio first gets loud: the first 10 ms frame above a third of the loudest."""
+    frames = np.sqrt(np.mean(audio[: len(audio) // 160 * 160].reshape(-1, 160) ** 2, axis=1))
+    return float(np.argmax(frames > frames.max() / 3)) * 0.01
+
+
 def small_corpus(tmp_path, corpus_dir, count=3):
     source = tmp_path / "src"
     source.mkdir()
@@ -123,6 +129,27 @@ def test_a_mid_utterance_pause_moves_everything_after_it(corpus_dir):
     pause = out[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
     assert speech_level(pause) < 0.05 * speech_level(audio)  # room sound, not speech
     assert insert_pause(audio, line, 0.0, np.random.default_rng(0)) == (audio, line)
+
+
+def test_short_lead_starts_the_versions_with_the_user_speaking_and_keeps_the_rest_of_the_draws(tmp_path, corpus_dir):
+    source = small_corpus(tmp_path, corpus_dir)
+    plain = {s.session_id: s for s in load_manifest(augment_corpus(source, tmp_path / "plain", "train", seed=3))}
+    short = check_audio_durations(load_manifest(augment_corpus(source, tmp_path / "short", "train", seed=3,
+                                                               short_lead=1.0)))
+    for session in short:
+        before, record = plain[session.session_id], session.provenance["augmentation"]
+        cut = record.pop("lead_cut_s")
+        assert record == before.provenance["augmentation"]  # the same speed, noise, pause, ... as without the option
+        speed = record["speed"]
+        assert min(t.start_s for t in session.turns) <= 0.3 / speed + 1e-3 < min(t.start_s for t in before.turns)
+        assert session.duration_s == pytest.approx(before.duration_s - cut / speed, abs=2e-3)
+        for new, old in zip(session.turns, before.turns):
+            assert new.end_s == pytest.approx(old.end_s - cut / speed, abs=2e-3)
+            assert [w.start_s for w in new.words] == pytest.approx([w.start_s - cut / speed for w in old.words], abs=2e-3)
+        assert onset_s(load_audio(session.audio_path)) == pytest.approx(onset_s(load_audio(before.audio_path)) - cut / speed,
+                                                                     abs=0.03)  # the audio moved with the times
+    with pytest.raises(AugmentError, match=r"--short-lead: must be a rate between 0 and 1, got 1.5"):
+        augment_corpus(source, tmp_path / "bad", "train", seed=3, short_lead=1.5)
 
 
 def test_a_rerun_keeps_the_audio_already_written(tmp_path, corpus_dir):

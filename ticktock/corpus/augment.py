@@ -1,6 +1,6 @@
 """Augment a session corpus: the same sessions as a different microphone, room, speaker rate and voice would give.
 
-``python -m ticktock.corpus.augment --in CORPUS --out OUT --profile train --seed 3 [--copies 1]`` writes
+``python -m ticktock.corpus.augment --in CORPUS --out OUT --profile train --seed 3 [--copies 1] [--short-lead R]`` writes
 ``OUT/audio/<session>-aug<k>.flac`` and ``OUT/manifest.jsonl`` for ``--copies`` augmented versions of every
 session of ``CORPUS`` (the manifest last; a rerun of an interrupted run keeps the audio files already written). Each version draws one ``Augmentation`` from the profile (deterministic per seed, session
 and copy) and applies, in order:
@@ -18,6 +18,11 @@ Before all of them, the ``train`` profile inserts a **mid-utterance pause** (0.8
 room sound) between two words in the middle of a user request in 30% of the sessions: the request goes on after
 it, so the model learns to wait through pauses rather than answer at the first silent chunk; the pause joins the
 behaviour's ``pause_spans``, and every later time moves with it.
+
+With ``--short-lead R`` (any profile), a rate R of the versions then lose their leading silence down to 0-0.3 s
+before the first turn (``trim_lead``), every time moving with it: a generated session always starts with 1-3 s of
+silence, while real recordings (the Full-Duplex-Bench examples among them) start with the user already speaking.
+With R = 0 (the default) nothing is drawn, so the corpora of runs before the option are unchanged.
 
 The ``train`` profile draws moderate settings; ``heldout`` draws settings training never saw (lower SNRs,
 longer rooms, narrower bands, other noise colours), for an evaluation corpus variant: robustness measured on
@@ -56,6 +61,7 @@ NOISES = ("white", "pink", "brown", "babble")
 BANDS = {"telephone": (300.0, 3400.0), "narrow": (500.0, 2500.0), "wide": (100.0, 7000.0)}
 PEAK = 0.99
 BABBLE_POOL = 64  # sessions babble noise is drawn from (loaded once)
+SHORT_LEAD_S = (0.0, 0.3)  # the leading silence ``--short-lead`` keeps, drawn uniformly
 
 
 @dataclass(frozen=True)
@@ -278,6 +284,22 @@ def insert_pause(audio: np.ndarray, line: dict, pause_s: float, rng: np.random.G
     return out, moved
 
 
+def trim_lead(audio: np.ndarray, line: dict, keep_s: float):
+    """``audio`` and ``line`` with the silence before the first turn (of any speaker) cut to ``keep_s`` seconds,
+    every time moving earlier with it, and the cut in seconds; unchanged (cut 0) when the first turn starts within
+    ``keep_s``.
+
+    >>> line = {"duration_s": 6.0, "turns": [{"start_s": 2.5, "end_s": 4.0, "words": []}]}
+    >>> out, moved, cut = trim_lead(np.zeros(6 * SAMPLE_RATE, np.float32), line, 0.5)
+    >>> cut, moved, len(out) / SAMPLE_RATE
+    (2.0, {'duration_s': 4.0, 'turns': [{'start_s': 0.5, 'end_s': 2.0, 'words': []}]}, 4.0)
+    """
+    cut = round(min(turn["start_s"] for turn in line["turns"]) - keep_s, 4) if line.get("turns") else 0.0
+    if cut <= 0:
+        return audio, line, 0.0
+    return audio[int(round(cut * SAMPLE_RATE)):], shift_times(line, 0.0, -cut), cut
+
+
 def room_sound(audio: np.ndarray, length: int) -> np.ndarray:
     """``length`` samples of the recording's quietest 100 ms, looped: its room tone, as a pause sounds."""
     window = SAMPLE_RATE // 10
@@ -299,13 +321,16 @@ def scale_times(value, factor: float, key: str = ""):
     return value
 
 
-def augmented_line(line: dict, aug: Augmentation, copy: int, profile: str) -> dict:
-    """The manifest line of an augmented version: id ``<id>-aug<copy>``, times scaled by 1 / speed."""
+def augmented_line(line: dict, aug: Augmentation, copy: int, profile: str, lead_cut_s: float = 0.0) -> dict:
+    """The manifest line of an augmented version: id ``<id>-aug<copy>``, times scaled by 1 / speed; the
+    provenance records ``lead_cut_s`` (seconds of leading silence cut, ``trim_lead``) only where it is not 0."""
     out = scale_times(line, 1.0 / aug.speed)
     out["session_id"] = f"{line['session_id']}-aug{copy}"
     out["audio"] = f"audio/{out['session_id']}.flac"
-    out["provenance"] = {**line.get("provenance", {}),
-                         "augmentation": {"profile": profile, "copy": copy, "of": line["session_id"], **asdict(aug)}}
+    record = {"profile": profile, "copy": copy, "of": line["session_id"], **asdict(aug)}
+    if lead_cut_s:
+        record["lead_cut_s"] = lead_cut_s
+    out["provenance"] = {**line.get("provenance", {}), "augmentation": record}
     return out
 
 
@@ -332,12 +357,15 @@ def babble_pool(source: Path, lines: list[dict], size: int = BABBLE_POOL) -> dic
     return {line["session_id"]: load_audio(source / line["audio"]) for line in chosen}
 
 
-def augment_corpus(source: Path, out: Path, profile: str, seed: int, copies: int = 1) -> Path:
-    """Write ``copies`` augmented versions of every session of the corpus in ``source`` into ``out``."""
+def augment_corpus(source: Path, out: Path, profile: str, seed: int, copies: int = 1, short_lead: float = 0.0) -> Path:
+    """Write ``copies`` augmented versions of every session of the corpus in ``source`` into ``out``, a rate
+    ``short_lead`` of them starting within ``SHORT_LEAD_S`` of the first turn (``trim_lead``)."""
     if profile not in PROFILES:
         raise AugmentError(f"--profile: unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
     if copies < 1:
         raise AugmentError(f"--copies: must be >= 1, got {copies}")
+    if not 0.0 <= short_lead <= 1.0:
+        raise AugmentError(f"--short-lead: must be a rate between 0 and 1, got {short_lead}")
     lines = read_lines(source / "manifest.jsonl")
     pool = babble_pool(source, lines)
     written = []
@@ -351,7 +379,12 @@ def augment_corpus(source: Path, out: Path, profile: str, seed: int, copies: int
             rng = np.random.default_rng([seed, stable_seed(line["session_id"]), copy])
             aug = draw_augmentation(rng, PROFILES[profile])
             paused, paused_line = insert_pause(audio, line, aug.pause_s, rng)
-            new = augmented_line(paused_line, aug, copy, profile)
+            cut = 0.0
+            if short_lead > 0:  # two draws whatever the outcome; none without the option
+                shortened, keep_s = rng.random() < short_lead, float(rng.uniform(*SHORT_LEAD_S))
+                if shortened:
+                    paused, paused_line, cut = trim_lead(paused, paused_line, keep_s)
+            new = augmented_line(paused_line, aug, copy, profile, cut)
             if not (out / new["audio"]).is_file():  # written atomically: a file there is complete (a rerun resumes)
                 samples = augment_audio(paused, aug, others)
                 length = int(round(new["duration_s"] * SAMPLE_RATE))  # the scaled duration, to the sample
@@ -370,8 +403,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="train", help=f"augmentation ranges: {', '.join(PROFILES)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--copies", type=int, default=1, help="augmented versions of every session")
+    parser.add_argument("--short-lead", type=float, default=0.0, metavar="R",
+                        help="the rate of versions whose leading silence is cut to 0-0.3 s, as real recordings start "
+                             "(0: none)")
     args = parser.parse_args(argv)
-    manifest = augment_corpus(args.source, args.out, args.profile, args.seed, args.copies)
+    manifest = augment_corpus(args.source, args.out, args.profile, args.seed, args.copies, args.short_lead)
     print(f"wrote {manifest}")
     return 0
 
