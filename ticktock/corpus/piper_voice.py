@@ -96,20 +96,20 @@ def synthesize(text: str, voice) -> np.ndarray:
 
 def speak_piece(text: str, voice) -> tuple[np.ndarray, list[Word]]:
     """Float samples at 22,050 Hz, trimmed to the voiced span (10 ms before, 30 ms after), and the piece's words
-    with their estimated times (see the module docstring), as ``speech._speak_piece`` returns them for eSpeak."""
+    with their estimated times (see the module docstring), as ``speech.speak_piece`` returns them for eSpeak."""
     from ticktock.corpus import speech
 
     audio = synthesize(text, voice)
-    voiced = np.nonzero(speech._voiced_frames(audio))[0]
+    voiced = np.nonzero(speech.voiced_frames(audio))[0]
     if voiced.size == 0:
         raise speech.SpeechError(f"Piper produced only silence for {text!r}")
-    frame = int(speech._FRAME_S * speech.ESPEAK_RATE)
+    frame = int(speech.FRAME_S * speech.ESPEAK_RATE)
     first = max(0, int(voiced[0]) * frame - int(_LEAD_S * speech.ESPEAK_RATE))
     last = min(audio.shape[0], (int(voiced[-1]) + 1) * frame)
-    _, timing = speech._speak_piece(text, speech.Voice(TIMING_VOICE, voice.rate_wpm, 50))
+    _, timing = speech.speak_piece(text, speech.Voice(TIMING_VOICE, voice.rate_wpm, 50))
     words = mapped_words(timing, (int(voiced[0]) * frame - first) / speech.ESPEAK_RATE, (last - first) / speech.ESPEAK_RATE)
-    keep = audio[first : min(audio.shape[0], last + int(speech._TAIL_S * speech.ESPEAK_RATE))]
-    return speech._fade_out(keep), words
+    keep = audio[first : min(audio.shape[0], last + int(speech.TAIL_S * speech.ESPEAK_RATE))]
+    return speech.fade_out(keep), words
 
 
 def mapped_words(words: list[Word], start_s: float, end_s: float) -> list[Word]:

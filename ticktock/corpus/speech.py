@@ -43,9 +43,9 @@ _POS_CHARACTER = 1
 _PARAM_RATE, _PARAM_PITCH = 1, 3
 _EVENT_LIST_TERMINATED, _EVENT_WORD, _EVENT_END, _EVENT_MSG_TERMINATED = 0, 1, 5, 6
 
-_FRAME_S = 0.010  # frame length of the voiced/unvoiced decision for word ends
+FRAME_S = 0.010  # frame length of the voiced/unvoiced decision for word ends
 _VOICED_DB = -40.0  # a frame is voiced when its RMS is within 40 dB of the text's loudest frame
-_TAIL_S = 0.030  # audio kept after the last word's end (then faded out)
+TAIL_S = 0.030  # audio kept after the last word's end (then faded out)
 _PEAK = 0.5  # utterances are peak-normalised to -6 dBFS
 
 # Voice pool. "en" is British English ("en-gb" is not a voice name in espeak-ng 1.52). en-gb-scotland and the
@@ -129,7 +129,7 @@ def speak(pieces: Sequence[Piece], voice: Voice) -> SpokenText:
     pauses: list[tuple[float, float]] = []
     offset = 0
     for number, piece in enumerate(pieces):
-        samples, piece_words = _speak_piece(piece.text, voice)
+        samples, piece_words = speak_piece(piece.text, voice)
         if words and piece_words:
             pauses.append((words[-1].end_s, offset / ESPEAK_RATE + piece_words[0].start_s))
         words.extend(Word(w.text, w.start_s + offset / ESPEAK_RATE, w.end_s + offset / ESPEAK_RATE) for w in piece_words)
@@ -147,12 +147,12 @@ def _rounded(word: Word) -> Word:
     return Word(word.text, round(word.start_s, 4), round(word.end_s, 4))
 
 
-def _speak_piece(text: str, voice: Voice) -> tuple[np.ndarray, list[Word]]:
+def speak_piece(text: str, voice: Voice) -> tuple[np.ndarray, list[Word]]:
     """Float samples at 22,050 Hz (trimmed after the last word) and the piece's words."""
     if voice.engine == "piper":
-        from ticktock.corpus.piper_voice import speak_piece
+        from ticktock.corpus import piper_voice
 
-        return speak_piece(text, voice)
+        return piper_voice.speak_piece(text, voice)
     samples, events = synthesize(text, voice)
     audio = samples.astype(np.float32) / 32768.0
     starts = word_starts(text, events)
@@ -161,8 +161,8 @@ def _speak_piece(text: str, voice: Voice) -> tuple[np.ndarray, list[Word]]:
     end_sample = max([s for kind, _, s in events if kind == _EVENT_END] + [starts[-1][1]])
     end_sample = min(end_sample, audio.shape[0])
     words = _timed_words(audio, starts, end_sample)
-    keep = min(audio.shape[0], int(round(words[-1].end_s * ESPEAK_RATE)) + int(_TAIL_S * ESPEAK_RATE))
-    return _fade_out(audio[:keep]), words
+    keep = min(audio.shape[0], int(round(words[-1].end_s * ESPEAK_RATE)) + int(TAIL_S * ESPEAK_RATE))
+    return fade_out(audio[:keep]), words
 
 
 def word_starts(text: str, events: Sequence[tuple[int, int, int]]) -> list[tuple[tuple[str, ...], int]]:
@@ -204,8 +204,8 @@ def word_starts(text: str, events: Sequence[tuple[int, int, int]]) -> list[tuple
 def _timed_words(audio: np.ndarray, groups: list[tuple[tuple[str, ...], int]], end_sample: int) -> list[Word]:
     """Words with end = last voiced frame before the next group's start (or ``end_sample``); a group of
     several words is shared out in proportion to their lengths."""
-    voiced_until = _voiced_frames(audio)
-    frame = int(_FRAME_S * ESPEAK_RATE)
+    voiced_until = voiced_frames(audio)
+    frame = int(FRAME_S * ESPEAK_RATE)
     words = []
     for number, (texts, start) in enumerate(groups):
         limit = groups[number + 1][1] if number + 1 < len(groups) else end_sample
@@ -224,8 +224,9 @@ def _share(texts: tuple[str, ...], start: int, end: int) -> list[Word]:
     return [Word(t, a / ESPEAK_RATE, b / ESPEAK_RATE) for t, a, b in zip(texts, edges, edges[1:])]
 
 
-def _voiced_frames(audio: np.ndarray) -> np.ndarray:
-    frame = int(_FRAME_S * ESPEAK_RATE)
+def voiced_frames(audio: np.ndarray) -> np.ndarray:
+    """Per ``FRAME_S`` frame of 22,050 Hz ``audio``, whether it is voiced (RMS within 40 dB of the loudest frame)."""
+    frame = int(FRAME_S * ESPEAK_RATE)
     count = max(1, audio.shape[0] // frame)
     padded = np.zeros(count * frame, dtype=np.float32)
     padded[: min(audio.shape[0], count * frame)] = audio[: count * frame]
@@ -234,7 +235,8 @@ def _voiced_frames(audio: np.ndarray) -> np.ndarray:
     return rms > loudest * 10 ** (_VOICED_DB / 20)
 
 
-def _fade_out(audio: np.ndarray, fade_s: float = 0.010) -> np.ndarray:
+def fade_out(audio: np.ndarray, fade_s: float = 0.010) -> np.ndarray:
+    """A copy of ``audio`` (22,050 Hz) whose last ``fade_s`` seconds ramp linearly down to silence."""
     n = min(audio.shape[0], int(fade_s * ESPEAK_RATE))
     out = audio.copy()
     if n:
