@@ -101,6 +101,11 @@ def call_groups(calls: list[dict], request_text: str, executor, limit: int = 4) 
     return groups
 
 
+def phrasings(action: dict) -> list[str]:
+    """A reply or backchannel action's phrasings: its ``text``, then its ``variants``."""
+    return [action["text"], *action.get("variants", ())]
+
+
 def phrasing(action: dict, rng=None) -> str:
     """What a reply or backchannel action says: its ``text`` without ``rng``; with it, one of [text, *variants]
     drawn uniformly (one draw, only when the action has variants).
@@ -113,7 +118,7 @@ def phrasing(action: dict, rng=None) -> str:
     >>> [phrasing(action, rng) for _ in range(5)]
     ['The answer is Paris.', 'Paris.', 'Paris.', 'It is Paris.', 'It is Paris.']
     """
-    options = [action["text"], *action.get("variants", ())]
+    options = phrasings(action)
     if rng is None or len(options) == 1:
         return action["text"]
     return options[int(rng.integers(len(options)))]
@@ -165,14 +170,14 @@ def _words(sentence: str) -> list[str]:
     return [word.strip(".,!?;:\"'()") for word in sentence.split()]
 
 
-def reply_names(phrasings) -> set[str]:
+def reply_names(texts) -> set[str]:
     """The names (people, places, products) of a reply: the words some phrasing capitalises past a sentence's first
     word, "I" aside.
 
     >>> sorted(reply_names(["Peter Walsh flies to Athens.", "I booked Peter Walsh."]))
     ['Athens', 'Peter', 'Walsh']
     """
-    return {word for text in phrasings for sentence in sentences(text) for i, word in enumerate(_words(sentence))
+    return {word for text in texts for sentence in sentences(text) for i, word in enumerate(_words(sentence))
             if i > 0 and word[:1].isupper() and word != "I"}
 
 
@@ -208,10 +213,10 @@ def mixed(action: dict, text: str, rng, mixing: float, fits=None) -> str:
     """
     if rng.random() >= mixing:
         return text
-    phrasings = [action["text"], *action.get("variants", ())]
-    names = reply_names(phrasings)
+    options = phrasings(action)
+    names = reply_names(options)
     shape = [sentence_values(sentence, names) for sentence in sentences(text)]
-    peers = [parts for parts in map(sentences, phrasings) if [sentence_values(part, names) for part in parts] == shape]
+    peers = [parts for parts in map(sentences, options) if [sentence_values(part, names) for part in parts] == shape]
     if len(shape) < 2 or len(peers) < 2:
         return text
     candidate = " ".join(peers[pick][i] for i, pick in enumerate(rng.integers(len(peers), size=len(shape))))
@@ -233,7 +238,7 @@ def _varied(action: dict, text: str, adapter, rng, variety: ReplyVariety) -> str
     its longest phrasing takes (the corpus times the next turn after the scripted reply, and every phrasing fits)."""
     if not (variety.mixing or variety.framing):
         return text
-    room = max(len(speak_units(adapter, option)) for option in [action["text"], *action.get("variants", ())])
+    room = max(len(speak_units(adapter, option)) for option in phrasings(action))
     fits = lambda candidate: len(speak_units(adapter, candidate)) <= room  # noqa: E731
     if variety.mixing > 0:
         text = mixed(action, text, rng, variety.mixing, fits)
