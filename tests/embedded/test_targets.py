@@ -11,8 +11,8 @@ import pytest
 
 from ticktock.adapters.fixture import build_fixture_adapter
 from ticktock.embedded.data import AUDIO, IGNORE, layout
-from ticktock.embedded.targets import (CLOSERS, OPENERS, ChunkPlan, ReplyVariety, call_groups, mixed, plan_session,
-                                       sentences, speak_units, tool_call_text)
+from ticktock.embedded.targets import (CLOSERS, OPENERS, WIDE_CLOSERS, WIDE_OPENERS, ChunkPlan, ReplyVariety, call_groups,
+                                       mixed, plan_session, sentences, speak_units, tool_call_text)
 from ticktock.manifest import Session, Turn, load_manifest
 from ticktock.mock_tools import MockToolExecutor
 from ticktock.resources import resource_path
@@ -177,6 +177,35 @@ def test_framing_opens_and_closes_only_drawn_replies_and_keeps_their_words(adapt
     assert forms["opener"] > 40 and forms["bare"] > forms["opener"] / 8
     again = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), framing))
     assert again == spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(5), framing))
+
+
+def reply_frames(adapter, variety, seeds=range(300)) -> Counter:
+    """How often each opener (and "bare") opens the drawn replies of ``varied_session``, checking each reply's words."""
+    executor, openers = MockToolExecutor(), Counter()
+    for seed in seeds:
+        _, *replies = spoken(adapter, plan_session(varied_session(), adapter, executor, np.random.default_rng(seed), variety))
+        for reply in replies:
+            [core] = [r for r in REPLIES if r in reply]
+            head, tail = reply.split(core)
+            assert tail.strip() in ("", *WIDE_CLOSERS), reply
+            openers[head.strip() or "bare"] += 1
+    return openers
+
+
+def test_wide_frames_spread_a_reply_over_many_openers_and_basic_ones_stay_as_before(adapter):
+    assert set(OPENERS) < set(WIDE_OPENERS) and len(set(WIDE_OPENERS)) == len(WIDE_OPENERS) == 24
+    assert set(CLOSERS) < set(WIDE_CLOSERS) and all(f.strip()[-1] in ".?!" for f in WIDE_OPENERS + WIDE_CLOSERS)
+    executor = MockToolExecutor()
+    basic = [plan_session(varied_session(), adapter, executor, np.random.default_rng(s), ReplyVariety(0.6)) for s in range(30)]
+    assert basic == [plan_session(varied_session(), adapter, executor, np.random.default_rng(s),
+                                  ReplyVariety(0.6, frames="basic")) for s in range(30)]  # the default, as before
+    narrow, wide = reply_frames(adapter, ReplyVariety(1.0)), reply_frames(adapter, ReplyVariety(1.0, frames="wide"))
+    assert set(narrow) <= {"bare", *OPENERS} and set(wide) <= {"bare", *WIDE_OPENERS}
+    assert len(set(wide) - {"bare", *OPENERS}) >= 12  # the new openers are drawn
+    top = lambda counts: max(n for form, n in counts.items() if form != "bare")  # noqa: E731
+    assert top(wide) < top(narrow) / 2  # no opener is nearly as likely as with the 8 basic ones
+    with pytest.raises(ValueError, match="frames: expected one of \\['basic', 'wide'\\], got 'nope'"):
+        ReplyVariety(0.5, frames="nope")
 
 
 LONG_REPLIES = ("It is Lima. It is in Peru. It is old.", "Lima it is. Peru has it. Very old.",

@@ -126,15 +126,33 @@ def phrasing(action: dict, rng=None) -> str:
 
 OPENERS = ("Sure.", "Okay.", "Right.", "Got it.", "Alright.", "Hmm.", "Let me see.", "Good question.")
 CLOSERS = ("Hope that helps.", "Anything else?", "Happy to help.")
+WIDE_OPENERS = OPENERS + ("Well.", "So.", "Um.", "Yes.", "Of course.", "Certainly.", "Sure thing.", "Let's see.",
+                          "Let me think.", "Great question.", "Absolutely.", "No problem.", "Okay then.", "Interesting.",
+                          "Good one.", "Oh.")
+WIDE_CLOSERS = CLOSERS + ("Glad to help.", "Is there anything else?", "Let me know if you need more.", "I hope this helps.")
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The openers and closers :func:`framed` draws from: ``basic`` (8 + 3, the v5/v6 stages) or ``wide`` (24 + 7:
+    fillers and acknowledgements as spoken assistants say them, so a reply's first words are as uncertain as a
+    real speech LM's)."""
+
+    openers: tuple[str, ...]
+    closers: tuple[str, ...]
+
+
+FRAME_SETS = {"basic": Frames(OPENERS, CLOSERS), "wide": Frames(WIDE_OPENERS, WIDE_CLOSERS)}
 REPLY_ACTIONS = ("speak", "speak_after_tools")  # the actions whose phrasing ``framed`` may frame
 
 
-def framed(text: str, rng, framing: float, fits=None) -> str:
+def framed(text: str, rng, framing: float, fits=None, frames: Frames = FRAME_SETS["basic"]) -> str:
     """``text`` with, at rate ``framing``, an opener (an acknowledgement or a filler, drawn uniformly from
-    ``OPENERS``) and, at half that rate and independently, a closer from ``CLOSERS``. Two draws per reply whatever
-    the outcome, so the generator's stream does not depend on them. Each opener comes at ``framing / 8``, so
-    while ``framing`` < 8/9 the bare reply is the likeliest single form (a trained model may still prefer an
-    opener where the reply's own first words are split among its variants).
+    ``frames.openers``) and, at half that rate and independently, a closer from ``frames.closers``. Two draws per
+    reply whatever the outcome, so the generator's stream does not depend on them. With the basic frames each
+    opener comes at ``framing / 8``, so while ``framing`` < 8/9 the bare reply is the likeliest single form (a
+    trained model may still prefer an opener where the reply's own first words are split among its variants); with
+    the wide ones at ``framing / 24``.
     ``fits`` (text -> bool): a frame that does not fit is dropped, the closer first, then the opener.
 
     >>> import numpy as np
@@ -143,10 +161,13 @@ def framed(text: str, rng, framing: float, fits=None) -> str:
     ['Got it. It is Paris. Happy to help.', 'It is Paris. Hope that helps.', 'It is Paris.']
     >>> framed("It is Paris.", np.random.default_rng(2), 0.6, fits=lambda t: len(t) < 30)
     'Got it. It is Paris.'
+    >>> framed("It is Paris.", np.random.default_rng(2), 0.6, frames=FRAME_SETS["wide"])
+    'Um. It is Paris. I hope this helps.'
     """
     opener, closer = rng.random(2)
-    head = OPENERS[int(opener / framing * len(OPENERS))] if opener < framing else None
-    tail = CLOSERS[int(closer / (framing / 2) * len(CLOSERS))] if closer < framing / 2 else None
+    openers, closers = frames.openers, frames.closers
+    head = openers[int(opener / framing * len(openers))] if opener < framing else None
+    tail = closers[int(closer / (framing / 2) * len(closers))] if closer < framing / 2 else None
     for parts in ((head, text, tail), (head, text), (text, tail)):
         candidate = " ".join(part for part in parts if part)
         if fits is None or fits(candidate):
@@ -226,11 +247,17 @@ def mixed(action: dict, text: str, rng, mixing: float, fits=None) -> str:
 @dataclass(frozen=True)
 class ReplyVariety:
     """How much a drawn reply varies beyond its phrasing: ``framing`` (the rate of an opener, half of it a
-    closer, :func:`framed`) and ``mixing`` (the rate of a reply rebuilt sentence by sentence, :func:`mixed`).
-    Zero rates draw nothing, so the plans (and training examples) of runs before a knob existed are unchanged."""
+    closer, :func:`framed`, drawn from the ``frames`` set of ``FRAME_SETS``) and ``mixing`` (the rate of a reply
+    rebuilt sentence by sentence, :func:`mixed`). Zero rates draw nothing, and the basic frames are the only ones
+    before ``frames`` existed, so the plans (and training examples) of runs before a knob existed are unchanged."""
 
     framing: float = 0.0
     mixing: float = 0.0
+    frames: str = "basic"
+
+    def __post_init__(self):
+        if self.frames not in FRAME_SETS:
+            raise ValueError(f"frames: expected one of {sorted(FRAME_SETS)}, got {self.frames!r}")
 
 
 def _varied(action: dict, text: str, adapter, rng, variety: ReplyVariety) -> str:
@@ -243,7 +270,7 @@ def _varied(action: dict, text: str, adapter, rng, variety: ReplyVariety) -> str
     if variety.mixing > 0:
         text = mixed(action, text, rng, variety.mixing, fits)
     if variety.framing > 0:
-        text = framed(text, rng, variety.framing, fits)
+        text = framed(text, rng, variety.framing, fits, FRAME_SETS[variety.frames])
     return text
 
 

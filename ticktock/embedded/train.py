@@ -43,7 +43,7 @@ from ticktock.atomic import atomic_write
 from ticktock.embedded.data import batches, build_example, collate, forward_loss, phrasing_examples, word_vocabulary
 from ticktock.embedded.model import (Architecture, SYSTEM_PROMPT, build_model, load_embedded_adapter, make_adapter,
                                      save_model)
-from ticktock.embedded.targets import ReplyVariety, tool_call_text
+from ticktock.embedded.targets import FRAME_SETS, ReplyVariety, tool_call_text
 from ticktock.embedded.tokenizer import train_tokenizer
 from ticktock.manifest import load_manifest
 from ticktock.mock_tools import MockToolExecutor
@@ -92,12 +92,16 @@ def load_examples(sessions, adapter, executor, vocabulary, cache: Path, phrasing
 
 
 def variety_tag(variety: ReplyVariety) -> str:
-    """The example cache name's part for ``variety``; empty for none, the names of the runs before the knobs.
+    """The example cache name's part for ``variety``; empty for none, the names of the runs before the knobs
+    (the basic frames are the only ones before ``--frames``).
 
     >>> variety_tag(ReplyVariety()), variety_tag(ReplyVariety(framing=0.8)), variety_tag(ReplyVariety(0.8, 0.6))
     ('', '-f0.8', '-f0.8-m0.6')
+    >>> variety_tag(ReplyVariety(0.8, 0.6, frames="wide"))
+    '-f0.8-wide-m0.6'
     """
-    return (f"-f{variety.framing:g}" if variety.framing else "") + (f"-m{variety.mixing:g}" if variety.mixing else "")
+    frames = f"-{variety.frames}" if variety.framing and variety.frames != "basic" else ""
+    return (f"-f{variety.framing:g}{frames}" if variety.framing else "") + (f"-m{variety.mixing:g}" if variety.mixing else "")
 
 
 def training_sessions(manifest: Path) -> list:
@@ -174,7 +178,7 @@ def plot_losses(log: Path, out: Path) -> None:
     plt.close(fig)
 
 
-RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "mixing", "generate", "seed", "vocab", "hidden", "layers",
+RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "frames", "mixing", "generate", "seed", "vocab", "hidden", "layers",
                "steps", "warmup", "lr", "batch_tokens", "bf16", "word_weight", "task_weight", "log_every",
                "val_every")  # what makes a training run: a checkpoint resumes only the same run
 CHECKPOINT = "checkpoint.pt"
@@ -293,7 +297,7 @@ def train(args) -> None:
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
-    variety = ReplyVariety(args.framing, args.mixing)
+    variety = ReplyVariety(args.framing, args.mixing, args.frames)
     cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{variety_tag(variety)}-{tokenizer_digest(tokenizer)}.pkl"
     examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed,
                              variety)
@@ -370,7 +374,7 @@ def train(args) -> None:
     training = {"seed": args.seed, "steps": progress.step, "planned_steps": args.steps,
                 "train_minutes": round(progress.elapsed_s / 60, 1),
                 "sessions": len(sessions), "train_examples": len(train_set), "validation_sessions": len(valid),
-                "phrasings": args.phrasings, "framing": args.framing, "mixing": args.mixing, "extra_corpora": [str(f) for f in args.extra_corpus],
+                "phrasings": args.phrasings, "framing": args.framing, "frames": args.frames, "mixing": args.mixing, "extra_corpora": [str(f) for f in args.extra_corpus],
                 "extra_sessions": sum(map(len, extra)),
                 "corpus_seed": TRAIN_SEED_BASE + args.seed, "sessions_per_task": args.generate, "vocab": len(tokenizer),
                 "batch_tokens": args.batch_tokens, "lr": args.lr, "word_weight": args.word_weight,
@@ -396,6 +400,9 @@ def main(argv=None) -> None:
     parser.add_argument("--framing", type=rate_argument, default=0.0,
                         help="in the drawn phrasings, the rate of replies that open with an acknowledgement or filler "
                              "(half as many close with a closing remark; 0: none)")
+    parser.add_argument("--frames", choices=sorted(FRAME_SETS), default="basic",
+                        help="the openers and closers --framing draws from: basic (8 + 3) or wide (24 + 7, with "
+                             "fillers such as 'Um.' and 'Well.')")
     parser.add_argument("--mixing", type=rate_argument, default=0.0,
                         help="in the drawn phrasings, the rate of replies rebuilt sentence by sentence from their "
                              "phrasings (0: none)")
