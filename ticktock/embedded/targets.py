@@ -129,7 +129,8 @@ CLOSERS = ("Hope that helps.", "Anything else?", "Happy to help.")
 WIDE_OPENERS = OPENERS + ("Well.", "So.", "Um.", "Yes.", "Of course.", "Certainly.", "Sure thing.", "Let's see.",
                           "Let me think.", "Great question.", "Absolutely.", "No problem.", "Okay then.", "Interesting.",
                           "Good one.", "Oh.")
-WIDE_CLOSERS = CLOSERS + ("Glad to help.", "Is there anything else?", "Let me know if you need more.", "I hope this helps.")
+WIDE_CLOSERS = CLOSERS + ("Glad to help.", "Is there anything else?", "Let me know if you need more.",
+                          "I hope this helps.")
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,8 @@ def framed(text: str, rng, framing: float, fits=None, frames: Frames = FRAME_SET
     'Um. It is Paris. I hope this helps.'
     """
     opener, closer = rng.random(2)
-    openers, closers = frames.openers, frames.closers
-    head = openers[int(opener / framing * len(openers))] if opener < framing else None
-    tail = closers[int(closer / (framing / 2) * len(closers))] if closer < framing / 2 else None
+    head = frames.openers[int(opener / framing * len(frames.openers))] if opener < framing else None
+    tail = frames.closers[int(closer / (framing / 2) * len(frames.closers))] if closer < framing / 2 else None
     for parts in ((head, text, tail), (head, text), (text, tail)):
         candidate = " ".join(part for part in parts if part)
         if fits is None or fits(candidate):

@@ -100,8 +100,9 @@ def variety_tag(variety: ReplyVariety) -> str:
     >>> variety_tag(ReplyVariety(0.8, 0.6, frames="wide"))
     '-f0.8-wide-m0.6'
     """
-    frames = f"-{variety.frames}" if variety.framing and variety.frames != "basic" else ""
-    return (f"-f{variety.framing:g}{frames}" if variety.framing else "") + (f"-m{variety.mixing:g}" if variety.mixing else "")
+    frames = "" if variety.frames == "basic" else f"-{variety.frames}"
+    framing = f"-f{variety.framing:g}{frames}" if variety.framing else ""
+    return framing + (f"-m{variety.mixing:g}" if variety.mixing else "")
 
 
 def training_sessions(manifest: Path) -> list:
