@@ -12,7 +12,7 @@ import pytest
 from ticktock.adapters.fixture import build_fixture_adapter
 from ticktock.embedded.data import AUDIO, IGNORE, layout
 from ticktock.embedded.targets import (CLOSERS, OPENERS, WIDE_CLOSERS, WIDE_OPENERS, ChunkPlan, ReplyVariety, call_groups,
-                                       mixed, plan_session, sentences, speak_units, tool_call_text)
+                                       WORDINGS, mixed, plan_session, sentences, speak_units, tool_call_text, worded)
 from ticktock.manifest import Session, Turn, load_manifest
 from ticktock.mock_tools import MockToolExecutor
 from ticktock.resources import resource_path
@@ -256,6 +256,23 @@ def test_mixing_keeps_every_name_and_number_once_and_one_counting_style():
     assert "Ann flies AC721. The number is BK1." in said and "First, rest. Second, eat. Third, a walk." in said
 
 
+def test_wording_redraws_ordinary_words_among_their_forms_and_keeps_names_numbers_and_capitals():
+    text = "It is big, so I will start now. Big Ben moves people's 12 feet. Choose a main road."
+    said = Counter()
+    for seed in range(200):
+        reply = worded(text, np.random.default_rng(seed), 1.0)
+        assert reply == worded(text, np.random.default_rng(seed), 1.0)  # deterministic per generator
+        assert "Big Ben" in reply and "people's 12 feet" in reply, reply  # a name, a possessive, a number
+        assert reply.startswith(("It is ", "It's ")) and (" I will " in reply or " I'll " in reply), reply
+        assert reply.count(".") == 3, reply
+        said.update(set(reply.replace(",", " ").replace(".", " ").split()))
+    assert all(said[form] > 30 for form in ("big", "large", "start", "begin", "Choose", "Pick", "main", "chief")), said
+    assert worded(text, np.random.default_rng(0), 0.0) == text
+    assert worded(text, np.random.default_rng(0), 1.0, fits=lambda t: len(t) <= len(text) - 50) == text  # too long
+    forms = [form for group in WORDINGS for form in group]
+    assert len(forms) == len(set(forms)) and all(form == form.lower() for form in forms)
+
+
 def test_a_drawn_phrasing_keeps_the_timing_of_the_plan(adapter):
     """Where each reply starts does not depend on the phrasing (only how many units it takes)."""
     executor = MockToolExecutor()
@@ -268,7 +285,7 @@ def test_a_drawn_phrasing_keeps_the_timing_of_the_plan(adapter):
 
 def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_corpus(embedded_adapter, tmp_path):
     """Every phrasing keeps the answer and the tool values, and fits the session: drawn plans score like the text
-    (mixed and framed ones too)."""
+    (mixed, worded and framed ones too)."""
     from ticktock.corpus.splits import EVAL_SEED_LIMIT
     from ticktock.corpus.synth import generate
     from ticktock.corpus.tasks import BUILDERS
@@ -280,7 +297,7 @@ def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_
     for s in generate(tmp_path, list(BUILDERS), "train", EVAL_SEED_LIMIT, 4):
         rows = []
         plans = plan_session(s, adapter, executor, rng=np.random.default_rng(session_seed(s)),
-                             variety=ReplyVariety(framing=0.6, mixing=0.6))
+                             variety=ReplyVariety(framing=0.6, mixing=0.6, wording=1.0))
         for span, plan in zip(s.chunk_spans(), plans):
             calls = [parse_tool_call(t) for t in adapter.tool_call_texts(plan.output)]
             rows.append({"chunk_index": span.index, "start_s": span.start_s, "arrival_s": span.end_s,

@@ -50,7 +50,8 @@ def tiny_run(corpus, out, *extra):
 
 
 def test_training_in_stages_resumes_bit_for_bit(train_corpus, augmented_corpus, tmp_path, capsys):
-    more = ["--phrasings", "2", "--framing", "0.6", "--frames", "wide", "--extra-corpus", str(augmented_corpus)]
+    more = ["--phrasings", "2", "--framing", "0.6", "--frames", "wide", "--wording", "0.5",
+            "--extra-corpus", str(augmented_corpus)]
     tiny_run(train_corpus, tmp_path / "straight", *more)
     tiny_run(train_corpus, tmp_path / "staged", *more, "--stage-steps", "4")
     assert "stage over at step 4/6" in capsys.readouterr().out and not (tmp_path / "staged" / "model.safetensors").exists()
@@ -60,8 +61,8 @@ def test_training_in_stages_resumes_bit_for_bit(train_corpus, augmented_corpus, 
     # 24 sessions: 16 held out for validation, 8 trained on, twice (two phrasings); of the 24 augmented copies,
     # those of the 16 validation sessions stay out
     assert (training["phrasings"], training["extra_sessions"], training["train_examples"]) == (2, 24, 2 * 8 + 2 * 8)
-    assert (training["framing"], training["frames"]) == (0.6, "wide")
-    assert list(train_corpus.glob("examples-*-p2-f0.6-wide-*.pkl"))  # its own example cache
+    assert (training["framing"], training["frames"], training["wording"]) == (0.6, "wide", 0.5)
+    assert list(train_corpus.glob("examples-*-p2-f0.6-wide-w0.5-*.pkl"))  # its own example cache
     for name in ("model.safetensors", "frontend.safetensors", "tokenizer.json"):
         assert (tmp_path / "straight" / name).read_bytes() == (tmp_path / "staged" / name).read_bytes(), name
 

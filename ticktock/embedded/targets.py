@@ -24,9 +24,11 @@ acknowledgement or a filler and close with a closing remark (:func:`framed`), as
 where that fits in the reply's room (no more speak units than its longest phrasing): the first and last words
 of a reply are then uncertain too, not only its wording. With ``mixing`` > 0 a drawn reply of several
 sentences may be rebuilt sentence by sentence from its phrasings (:func:`mixed`), so its middle is uncertain too:
-a model trained on whole phrasings alone knows, after a reply's first words, every word that follows. Both rates
-are a :class:`ReplyVariety`. Where each reply starts is the same either way; only how many speak units it takes
-depends on the phrasing.
+a model trained on whole phrasings alone knows, after a reply's first words, every word that follows. With
+``wording`` > 0 single words and contractions inside a drawn reply are redrawn among interchangeable forms
+(:func:`worded`: "it is" / "it's", "big" / "large"), so its words are uncertain within a sentence too, as a large
+model's are under sampling. The three rates are a :class:`ReplyVariety`. Where each reply starts is the same
+either way; only how many speak units it takes depends on the phrasing.
 
 Example::
 
@@ -244,16 +246,92 @@ def mixed(action: dict, text: str, rng, mixing: float, fits=None) -> str:
     return candidate if fits is None or fits(candidate) else text
 
 
+WORDINGS = (  # interchangeable wordings, lower case; any one may stand for another wherever it occurs as words
+    ("it is", "it's"), ("that is", "that's"), ("there is", "there's"), ("here is", "here's"), ("what is", "what's"),
+    ("i am", "i'm"), ("i will", "i'll"), ("you are", "you're"), ("you will", "you'll"), ("we are", "we're"),
+    ("they are", "they're"), ("do not", "don't"), ("does not", "doesn't"), ("did not", "didn't"),
+    ("is not", "isn't"), ("are not", "aren't"), ("cannot", "can't"), ("will not", "won't"),
+    ("main", "primary", "chief"), ("mainly", "mostly", "chiefly"), ("called", "known as"), ("big", "large"),
+    ("small", "tiny"), ("start", "begin"), ("started", "began"), ("starting", "beginning"), ("slowly", "gently"),
+    ("a little", "a bit"), ("a few", "a couple of"), ("plenty of", "lots of", "a lot of"), ("several", "a number of"),
+    ("really", "truly"), ("useful", "handy"), ("good", "great"), ("simple", "easy"), ("calm", "quiet"),
+    ("ideas", "suggestions"), ("choices", "options"), ("usually", "normally", "typically"), ("often", "frequently"),
+    ("maybe", "perhaps"), ("because", "since"), ("until", "till"), ("toward", "towards"), ("nearby", "close by"),
+    ("only", "just"), ("can", "could"), ("need to", "have to"), ("want to", "would like to"), ("help", "assist"),
+    ("choose", "pick"), ("hardest", "toughest"), ("comfortable", "comfy"), ("mistakes", "errors"),
+    ("someone", "somebody"), ("everyone", "everybody"), ("anyone", "anybody"), ("people", "folks"),
+    ("thanks", "thank you"), ("sunlight", "sunshine"), ("make sure", "be sure"), ("give", "offer"),
+    ("should arrive", "will arrive"), ("booked", "reserved"), ("added", "put"), ("capital", "capital city"),
+    ("chemical symbol", "symbol"), ("baby", "young"), ("is in", "is located in", "lies in"),
+    ("each day", "every day", "daily"), ("right away", "at once", "immediately"), ("quickly", "fast"),
+    ("kids", "children"), ("afterward", "afterwards"), ("stays", "remains"), ("rises", "goes up"), ("shape", "form"),
+    ("pictures", "images"), ("whole", "entire"), ("near", "close to"), ("soon", "shortly"), ("next to", "beside"),
+    ("talk to", "speak to", "speak with"), ("takes about", "takes around", "takes roughly"), ("i found", "i've found"),
+    ("dollars a month", "dollars per month"), ("your order", "the order"), ("all set", "all done"),
+)
+_WORDING_OF = {form: group for group in WORDINGS for form in group}
+_WORDING_FORMS = "|".join(sorted(map(re.escape, _WORDING_OF), key=len, reverse=True))  # longest first
+_WORDING = re.compile(r"(?<![\w'])(" + _WORDING_FORMS + r")(?![\w'])", re.IGNORECASE)
+
+
+def _wording_sites(text: str) -> list[re.Match]:
+    """The matches of ``WORDINGS`` forms in ``text`` that are ordinary words: in lower case, or capitalised only as
+    a sentence's first word or the pronoun "I", and not followed by a capitalised word (a capitalised form inside a
+    sentence, or one before a capitalised word, is part of a name, as in "Big Ben")."""
+    sites = []
+    for match in _WORDING.finditer(text):
+        form = match.group(0)
+        sentence_start = re.search(r"(^|[.!?:]\s+)$", text[: match.start()]) is not None
+        pronoun = re.match(r"I\b", form) is not None
+        in_name = re.match(r"\s+[A-Z]", text[match.end() :]) is not None and not pronoun
+        if form[1:] == form[1:].lower() and not in_name and (form[0].islower() or sentence_start or pronoun):
+            sites.append(match)
+    return sites
+
+
+def _cased(form: str, like: str) -> str:
+    """``form`` (lower case) with ``like``'s initial capital, and the pronoun "I" always capitalised."""
+    return form[:1].upper() + form[1:] if like[:1].isupper() or re.match(r"i\b", form) else form
+
+
+def worded(text: str, rng, wording: float, fits=None) -> str:
+    """``text`` with each ordinary occurrence of a ``WORDINGS`` form replaced, at rate ``wording``, by a form of its
+    group drawn uniformly (itself among them), keeping a sentence-initial capital: the words inside a reply are then
+    uncertain too, as a large model's are under sampling. Names, numbers and answers are never in ``WORDINGS``,
+    so every value of the reply is kept. Two draws per site whatever the outcome. ``text`` itself where the result
+    does not ``fits``.
+
+    >>> import numpy as np
+    >>> [worded("It is big, so I will start now.", np.random.default_rng(seed), 1.0) for seed in (0, 1)]
+    ["It is big, so I'll begin now.", "It's large, so I will start now."]
+    >>> worded("Big Ben is in London.", np.random.default_rng(3), 1.0)
+    'Big Ben is in London.'
+    """
+    pieces, end = [], 0
+    for match in _wording_sites(text):
+        swap, pick = rng.random(2)
+        form = match.group(0)
+        if swap < wording:
+            group = _WORDING_OF[form.lower()]
+            form = _cased(group[int(pick * len(group))], form)
+        pieces += [text[end : match.start()], form]
+        end = match.end()
+    candidate = "".join(pieces) + text[end:]
+    return candidate if fits is None or fits(candidate) else text
+
+
 @dataclass(frozen=True)
 class ReplyVariety:
     """How much a drawn reply varies beyond its phrasing: ``framing`` (the rate of an opener, half of it a
-    closer, :func:`framed`, drawn from the ``frames`` set of ``FRAME_SETS``) and ``mixing`` (the rate of a reply
-    rebuilt sentence by sentence, :func:`mixed`). Zero rates draw nothing, and the basic frames are the only ones
-    before ``frames`` existed, so the plans (and training examples) of runs before a knob existed are unchanged."""
+    closer, :func:`framed`, drawn from the ``frames`` set of ``FRAME_SETS``), ``mixing`` (the rate of a reply
+    rebuilt sentence by sentence, :func:`mixed`) and ``wording`` (the rate of a word redrawn among its
+    ``WORDINGS``, :func:`worded`). Zero rates draw nothing, and the basic frames are the only ones before ``frames``
+    existed, so the plans (and training examples) of runs before a knob existed are unchanged."""
 
     framing: float = 0.0
     mixing: float = 0.0
     frames: str = "basic"
+    wording: float = 0.0
 
     def __post_init__(self):
         if self.frames not in FRAME_SETS:
@@ -261,14 +339,17 @@ class ReplyVariety:
 
 
 def _varied(action: dict, text: str, adapter, rng, variety: ReplyVariety) -> str:
-    """A drawn reply ``text``, mixed then framed, within the reply's room in the session: no more speak units than
-    its longest phrasing takes (the corpus times the next turn after the scripted reply, and every phrasing fits)."""
-    if not (variety.mixing or variety.framing):
+    """A drawn reply ``text``, mixed, worded, then framed, within the reply's room in the session: no more speak units
+    than its longest phrasing takes (the corpus times the next turn after the scripted reply, and every phrasing
+    fits)."""
+    if not (variety.mixing or variety.framing or variety.wording):
         return text
     room = max(len(speak_units(adapter, option)) for option in phrasings(action))
     fits = lambda candidate: len(speak_units(adapter, candidate)) <= room  # noqa: E731
     if variety.mixing > 0:
         text = mixed(action, text, rng, variety.mixing, fits)
+    if variety.wording > 0:
+        text = worded(text, rng, variety.wording, fits)
     if variety.framing > 0:
         text = framed(text, rng, variety.framing, fits, FRAME_SETS[variety.frames])
     return text

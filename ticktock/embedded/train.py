@@ -97,12 +97,13 @@ def variety_tag(variety: ReplyVariety) -> str:
 
     >>> variety_tag(ReplyVariety()), variety_tag(ReplyVariety(framing=0.8)), variety_tag(ReplyVariety(0.8, 0.6))
     ('', '-f0.8', '-f0.8-m0.6')
-    >>> variety_tag(ReplyVariety(0.8, 0.6, frames="wide"))
-    '-f0.8-wide-m0.6'
+    >>> variety_tag(ReplyVariety(0.8, 0.6, frames="wide")), variety_tag(ReplyVariety(1.0, 0.8, "wide", wording=1.0))
+    ('-f0.8-wide-m0.6', '-f1-wide-m0.8-w1')
     """
     frames = "" if variety.frames == "basic" else f"-{variety.frames}"
     framing = f"-f{variety.framing:g}{frames}" if variety.framing else ""
-    return framing + (f"-m{variety.mixing:g}" if variety.mixing else "")
+    mixing = f"-m{variety.mixing:g}" if variety.mixing else ""
+    return framing + mixing + (f"-w{variety.wording:g}" if variety.wording else "")
 
 
 def training_sessions(manifest: Path) -> list:
@@ -128,7 +129,7 @@ def task_weight(text: str) -> tuple[str, int]:
 
 
 def rate_argument(text: str) -> float:
-    """``--framing`` and ``--mixing`` values: a rate in [0, 1], e.g. ``0.8``."""
+    """``--framing``, ``--mixing`` and ``--wording`` values: a rate in [0, 1], e.g. ``0.8``."""
     try:
         rate = float(text)
     except ValueError:
@@ -179,9 +180,9 @@ def plot_losses(log: Path, out: Path) -> None:
     plt.close(fig)
 
 
-RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "frames", "mixing", "generate", "seed", "vocab", "hidden", "layers",
-               "steps", "warmup", "lr", "batch_tokens", "bf16", "word_weight", "task_weight", "log_every",
-               "val_every")  # what makes a training run: a checkpoint resumes only the same run
+RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "frames", "mixing", "wording", "generate",
+               "seed", "vocab", "hidden", "layers", "steps", "warmup", "lr", "batch_tokens", "bf16", "word_weight",
+               "task_weight", "log_every", "val_every")  # what makes a training run: a checkpoint resumes only the same run
 CHECKPOINT = "checkpoint.pt"
 LOG_COLUMNS = ["step", "elapsed_s", "lr", "train_loss", "train_token_acc", "word_acc", "val_loss", "val_token_acc"]
 
@@ -298,7 +299,7 @@ def train(args) -> None:
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
-    variety = ReplyVariety(args.framing, args.mixing, args.frames)
+    variety = ReplyVariety(args.framing, args.mixing, args.frames, args.wording)
     cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{variety_tag(variety)}-{tokenizer_digest(tokenizer)}.pkl"
     examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed,
                              variety)
@@ -375,7 +376,8 @@ def train(args) -> None:
     training = {"seed": args.seed, "steps": progress.step, "planned_steps": args.steps,
                 "train_minutes": round(progress.elapsed_s / 60, 1),
                 "sessions": len(sessions), "train_examples": len(train_set), "validation_sessions": len(valid),
-                "phrasings": args.phrasings, "framing": args.framing, "frames": args.frames, "mixing": args.mixing, "extra_corpora": [str(f) for f in args.extra_corpus],
+                "phrasings": args.phrasings, "framing": args.framing, "frames": args.frames, "mixing": args.mixing,
+                "wording": args.wording, "extra_corpora": [str(f) for f in args.extra_corpus],
                 "extra_sessions": sum(map(len, extra)),
                 "corpus_seed": TRAIN_SEED_BASE + args.seed, "sessions_per_task": args.generate, "vocab": len(tokenizer),
                 "batch_tokens": args.batch_tokens, "lr": args.lr, "word_weight": args.word_weight,
@@ -407,6 +409,9 @@ def main(argv=None) -> None:
     parser.add_argument("--mixing", type=rate_argument, default=0.0,
                         help="in the drawn phrasings, the rate of replies rebuilt sentence by sentence from their "
                              "phrasings (0: none)")
+    parser.add_argument("--wording", type=rate_argument, default=0.0,
+                        help="in the drawn phrasings, the rate of words and contractions redrawn among their "
+                             "interchangeable forms ('it is' / 'it's', 'big' / 'large'; 0: none)")
     parser.add_argument("--out", required=True, help="model folder to write")
     parser.add_argument("--init", default=None, metavar="DIR",
                         help="continue from this trained model folder (its weights, tokenizer and architecture; "
