@@ -299,7 +299,7 @@ def train(args) -> None:
           f"{sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in frontend.parameters()):,} parameters", flush=True)
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
-    variety = ReplyVariety(args.framing, args.mixing, args.frames, args.wording)
+    variety = ReplyVariety(framing=args.framing, mixing=args.mixing, frames=args.frames, wording=args.wording)
     cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{variety_tag(variety)}-{tokenizer_digest(tokenizer)}.pkl"
     examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed,
                              variety)
