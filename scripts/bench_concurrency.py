@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ticktock.runner import compose_run, run
+from ticktock.replay.runner import compose_run, run
 
 
 def replay(decoder: str, sessions: int, policy: str, args) -> Path:

@@ -21,8 +21,8 @@ import torch
 from ticktock.adapters.base import AdapterState, ModelAdapter, UnitProtocol
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.engine import ReplayEngine
-from ticktock.manifest import Session, Turn
+from ticktock.replay.engine import ReplayEngine
+from ticktock.sessions.manifest import Session, Turn
 from ticktock.results.rows import chunk_rows, forward_rows, session_row
 
 VOCAB = 32

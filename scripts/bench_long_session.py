@@ -23,13 +23,13 @@ import numpy as np
 import soundfile
 import torch
 
-from ticktock.audio import SAMPLE_RATE, load_audio
+from ticktock.sessions.audio import SAMPLE_RATE, load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.embedded.model import load_embedded_adapter
-from ticktock.engine import ReplayEngine
-from ticktock.manifest import Session, load_manifest
-from ticktock.resources import resource_path
+from ticktock.replay.engine import ReplayEngine
+from ticktock.sessions.manifest import Session, load_manifest
+from ticktock.replay.resources import resource_path
 
 TASKS = ["llama_questions", "web_questions", "trivia_qa", "alpaca_eval", "big_bench_audio"]
 

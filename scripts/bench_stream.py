@@ -27,7 +27,7 @@ import argparse
 import math
 from pathlib import Path
 
-from ticktock.runner import compose_run, run
+from ticktock.replay.runner import compose_run, run
 from ticktock.tables import metrics
 from ticktock.tables.load import load_results
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 #: model config name -> "module:function(out, seed)" that writes its miniature
 WRITERS = {
-    "minicpmo45": "ticktock.adapters.minicpmo_miniature:write_minicpmo45",
-    "gander": "ticktock.adapters.minicpmo_miniature:write_gander",
-    "realtime_venus": "ticktock.adapters.minicpmo_miniature:write_realtime_venus",
-    "lws": "ticktock.adapters.minicpmo_miniature:write_lws",
-    "streaming_slm": "ticktock.adapters.qwen_omni:write_streaming_slm_miniature",
+    "minicpmo45": "ticktock.miniatures.minicpmo:write_minicpmo45",
+    "gander": "ticktock.miniatures.minicpmo:write_gander",
+    "realtime_venus": "ticktock.miniatures.minicpmo:write_realtime_venus",
+    "lws": "ticktock.miniatures.minicpmo:write_lws",
+    "streaming_slm": "ticktock.miniatures.qwen_omni:write_streaming_slm_miniature",
 }
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from ticktock.manifest import Session, Turn, Word, write_manifest
+from ticktock.sessions.manifest import Session, Turn, Word, write_manifest
 
 TOOL = {"name": "track_order", "description": "Track an order", "parameters": {"type": "object"}}
 
@@ -46,10 +46,10 @@ def replay(adapter, session, decoder, *, forward_ms: float = 10.0, encode_ms: fl
            max_chunks: int | None = None, audio=None, **sampling):
     """Replay ``session`` through the real engine: a constant modeled clock (``forward_ms`` per forward)
     unless ``clock`` is given; ``sampling`` keywords are ``Sampling`` fields (temperature, top_k, top_p, seed)."""
-    from ticktock.audio import load_audio
+    from ticktock.sessions.audio import load_audio
     from ticktock.clocks.modeled import CostProfile, ModeledClock
     from ticktock.decoders.selection import Sampling
-    from ticktock.engine import ReplayEngine
+    from ticktock.replay.engine import ReplayEngine
 
     clock = clock or ModeledClock(CostProfile.constant(forward_ms, encode_ms))
     engine = ReplayEngine(adapter, decoder, clock, Sampling(**sampling), injector, max_chunks)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from ticktock.audio import AudioError, chunk_samples, load_audio
+from ticktock.sessions.audio import AudioError, chunk_samples, load_audio
 
 
 def test_stereo_48k_becomes_16k_mono_with_the_tone_preserved(tmp_path):
@@ -47,17 +47,17 @@ def test_clipped_or_unscaled_audio_loads_with_a_warning_naming_the_file(tmp_path
     samples[::4] = level
     path = tmp_path / "loud.wav"
     soundfile.write(path, samples, 16_000, subtype="FLOAT")
-    with caplog.at_level("WARNING", logger="ticktock.audio"):
+    with caplog.at_level("WARNING", logger="ticktock.sessions.audio"):
         audio = load_audio(path)
     assert len(audio) == 16_000 and [r.getMessage() for r in caplog.records] == [f"{path}: {expected}"]
 
 
 def test_clean_audio_loads_without_a_warning_and_its_header_gives_duration_and_rate(tmp_path, caplog):
-    from ticktock.audio import audio_header
+    from ticktock.sessions.audio import audio_header
 
     path = tmp_path / "tone.flac"
     soundfile.write(path, 0.5 * np.sin(np.arange(24_000) / 10.0), 48_000)
-    with caplog.at_level("WARNING", logger="ticktock.audio"):
+    with caplog.at_level("WARNING", logger="ticktock.sessions.audio"):
         load_audio(path)
     assert not caplog.records
     assert audio_header(path) == (0.5, 48_000)

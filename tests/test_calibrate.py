@@ -64,7 +64,7 @@ def test_calibrate_a_random_initialised_model_of_a_checkpoint_config(tmp_path):
     random weights, no weights needed."""
     import shutil
 
-    from ticktock.adapters.minicpmo_miniature import write_miniature
+    from ticktock.miniatures.minicpmo import write_miniature
 
     folder = tmp_path / "shapes"
     written = write_miniature("minicpmo45", tmp_path / "mini")

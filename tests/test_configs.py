@@ -4,8 +4,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from ticktock.resources import register_resolver, resource_path
-from ticktock.runner import build
+from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.runner import build
 
 CONFIGS = resource_path("configs")
 register_resolver()

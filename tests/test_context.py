@@ -6,11 +6,11 @@ import soundfile
 import torch
 
 from ticktock.adapters.fixture import build_fixture_adapter
-from ticktock.context import ContextFull, EvictOldUnits, StopAtLimit
+from ticktock.replay.context import ContextFull, EvictOldUnits, StopAtLimit
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.speclisten import SpeculativeListeningDecoder
-from ticktock.manifest import Session, Turn
-from ticktock.session_state import ContextLimitError
+from ticktock.sessions.manifest import Session, Turn
+from ticktock.replay.session_state import ContextLimitError
 
 from helpers import outputs, replay, speech_like
 

@@ -6,14 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ticktock.audio import AudioError
+from ticktock.sessions.audio import AudioError
 from ticktock.clocks.modeled import CostProfile, ModeledClock
-from ticktock.concurrency import ConcurrencySettings, ConcurrentReplay
+from ticktock.replay.concurrency import ConcurrencySettings, ConcurrentReplay
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.selection import Sampling
-from ticktock.device import SharedDevice
-from ticktock.engine import ReplayEngine
-from ticktock.manifest import Session, load_manifest
+from ticktock.replay.device import SharedDevice
+from ticktock.replay.engine import ReplayEngine
+from ticktock.sessions.manifest import Session, load_manifest
 from ticktock.scheduling.expected_savings import ExpectedSavings
 from ticktock.scheduling.round_robin import RoundRobin
 
@@ -104,7 +104,7 @@ def test_one_session_on_the_device_equals_the_session_alone(fixture_adapter, sma
 
 def test_tokens_at_four_sessions_equal_each_session_alone(fixture_adapter, small_manifest):
     from ticktock.decoders import DECODERS
-    from ticktock.runner import build, compose_run
+    from ticktock.replay.runner import build, compose_run
 
     sessions = load_manifest(small_manifest)
     clock = ModeledClock(CostProfile.constant(40.0, encode_ms=10.0))
@@ -151,7 +151,7 @@ def test_a_failing_session_stops_the_device_with_its_error():
 def test_the_same_concurrent_run_twice_gives_the_same_parquet(tmp_path, small_manifest):
     import pyarrow.parquet as pq
 
-    from ticktock.runner import compose_run, run
+    from ticktock.replay.runner import compose_run, run
 
     tables = []
     for name in ("a", "b"):
@@ -165,7 +165,7 @@ def test_the_same_concurrent_run_twice_gives_the_same_parquet(tmp_path, small_ma
 
 
 def _audio(s):
-    from ticktock.audio import load_audio
+    from ticktock.sessions.audio import load_audio
 
     return load_audio(s.audio_path)
 

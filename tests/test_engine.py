@@ -4,8 +4,8 @@ import pytest
 
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.speclisten import SpeculativeListeningDecoder
-from ticktock.injection import ToolCallInjector, parse_tool_call
-from ticktock.manifest import load_manifest
+from ticktock.replay.injection import ToolCallInjector, parse_tool_call
+from ticktock.sessions.manifest import load_manifest
 
 from helpers import ConstantToolExecutor, outputs, replay
 

@@ -2,14 +2,14 @@
 
 import pytest
 
-from ticktock.audio import AudioError
+from ticktock.sessions.audio import AudioError
 from ticktock.clocks.modeled import ProfileError
-from ticktock.decoders.base import DecoderConfigError
+from ticktock.decoders.contract import DecoderConfigError
 from ticktock.decoders.selection import SamplingError
 from ticktock.errors import EXIT_CONFIG, EXIT_INPUT_DATA, EXIT_INTERRUPTED, EXIT_RUN_FOLDER, TickTockError, user_errors
-from ticktock.manifest import ManifestError
+from ticktock.sessions.manifest import ManifestError
 from ticktock.results.writer import RunDirError
-from ticktock.runner import RunOptionError
+from ticktock.replay.runner import RunOptionError
 
 
 @pytest.mark.parametrize("kind, code", [

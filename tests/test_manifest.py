@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from ticktock.manifest import ManifestError, load_manifest, write_manifest
+from ticktock.sessions.manifest import ManifestError, load_manifest, write_manifest
 
 
 def good_line(**overrides):
@@ -111,7 +111,7 @@ def with_durations(tmp_path, durations: dict):
 @pytest.mark.parametrize("declared, side, difference", [(30.0, "longer", "23.6"), (3.0, "shorter", "3.4")])
 def test_a_duration_that_disagrees_with_its_audio_names_file_line_session_and_both_durations(tmp_path, declared, side,
                                                                                                difference):
-    from ticktock.manifest import check_audio_durations
+    from ticktock.sessions.manifest import check_audio_durations
 
     path = with_durations(tmp_path, {"s1": declared})
     sessions = load_manifest(path)
@@ -125,8 +125,8 @@ def test_a_duration_that_disagrees_with_its_audio_names_file_line_session_and_bo
 
 
 def test_durations_within_the_tolerance_pass_unchanged_and_unreadable_audio_can_be_left_to_the_run(tmp_path):
-    from ticktock.audio import AudioError
-    from ticktock.manifest import check_audio_durations
+    from ticktock.sessions.audio import AudioError
+    from ticktock.sessions.manifest import check_audio_durations
 
     sessions = load_manifest(with_durations(tmp_path, {"s0": 6.45, "s1": 6.32}))
     assert check_audio_durations(sessions) == sessions

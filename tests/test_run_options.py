@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from ticktock import runner
+from ticktock.replay import runner
 from ticktock.errors import ConfigError
-from ticktock.manifest import ManifestError
-from ticktock.runner import RunOptionError, check_run_options, compose_run, run
+from ticktock.sessions.manifest import ManifestError
+from ticktock.replay.runner import RunOptionError, check_run_options, compose_run, run
 
 
 def config(manifest, *overrides, decoder="ar"):

@@ -2,7 +2,7 @@
 
 import json
 
-from ticktock.scoring import calls_match, normalise, rates, score_session
+from ticktock.world.scoring import calls_match, normalise, rates, score_session
 
 
 def chunk(i, kind, text="", calls=None, chunk_s=1.0):

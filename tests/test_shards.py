@@ -1,4 +1,4 @@
-"""Sharded runs (``ticktock.shards``): the split of a run's sessions over its shards, the shard options, and what
+"""Sharded runs (``ticktock.replay.shards``): the split of a run's sessions over its shards, the shard options, and what
 the tables and ``ticktock runs`` say about the shards of a split. The launchers' end-to-end runs are in
 test_launchers.py."""
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ticktock.runner import RunOptionError, check_run_options, compose_run, identity, shard_sessions
-from ticktock.shards import ShardError, ShardSpec, Split, assign_shards, folder_suffix, group_splits
+from ticktock.replay.runner import RunOptionError, check_run_options, compose_run, identity, shard_sessions
+from ticktock.replay.shards import ShardError, ShardSpec, Split, assign_shards, folder_suffix, group_splits
 
 
 def test_the_split_covers_every_session_once_and_is_balanced_by_chunks():
@@ -73,7 +73,7 @@ def test_a_gpu_that_is_not_there_is_refused_naming_what_is_visible():
 
 
 def test_device_reaches_the_model_and_cpu_runs_on_the_cpu():
-    from ticktock.runner import build
+    from ticktock.replay.runner import build
 
     cfg = compose_run("ar", "fixture", None, ["device=cpu"])
     assert cfg.model.device == "cpu" and str(build(cfg.model).device) == "cpu"
@@ -81,7 +81,7 @@ def test_device_reaches_the_model_and_cpu_runs_on_the_cpu():
 
 
 def test_every_shard_of_a_run_computes_the_same_split_and_they_cover_the_run():
-    from ticktock.runner import build, select_sessions
+    from ticktock.replay.runner import build, select_sessions
 
     parts, splits = [], set()
     for index in range(3):

@@ -1,6 +1,6 @@
 import pytest
 
-from ticktock.timeline import advance, overrun
+from ticktock.replay.timeline import advance, overrun
 from ticktock.results.rows import onset_flags
 
 

@@ -32,8 +32,8 @@ from omegaconf import DictConfig
 
 from ticktock.adapters.base import AdapterState
 from ticktock.clocks.modeled import CostProfile
-from ticktock.resources import register_resolver, resource_path
-from ticktock.runner import build, environment
+from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.runner import build, environment
 
 register_resolver()
 

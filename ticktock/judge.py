@@ -36,7 +36,7 @@ from ticktock.errors import one_line, user_errors
 from ticktock.judges.base import Judge, JudgeError, Reply, Verdict
 from ticktock.judges.replies import run_replies
 from ticktock.judges.store import judgement_path, read_judgements, verdict_rows, write_judgements
-from ticktock.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver, resource_path
 
 INTERRUPTED = "the verdicts stored so far are kept in each run's judgements/ folder; the same command resumes"
 
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_judge(cfg: DictConfig) -> Judge:
     """The judge plug-in of the config (``cfg.judge``: ``_target_`` and its options)."""
-    from ticktock.runner import build
+    from ticktock.replay.runner import build
 
     return build(cfg.judge)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ticktock.decoders import DECODERS
 from ticktock.errors import ConfigError, user_errors
-from ticktock.runner import compose_run, interrupted_note, run
+from ticktock.replay.runner import compose_run, interrupted_note, run
 
 
 def main(argv=None) -> int:

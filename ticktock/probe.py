@@ -19,8 +19,8 @@ import hydra
 from omegaconf import DictConfig
 
 from ticktock.errors import user_errors
-from ticktock.resources import register_resolver, resource_path
-from ticktock.runner import interrupted_note, run
+from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.runner import interrupted_note, run
 
 register_resolver()
 

@@ -8,7 +8,7 @@ Examples::
     python -m ticktock.run hydra.run.dir=results/my_run         # resumes if it holds the same run
 
 Each run writes chunks/sessions/forwards parquet tables and run.json into its Hydra run directory
-(``ticktock.results.writer``) and prints a one-line summary. The run itself is ``ticktock.runner.run``.
+(``ticktock.results.writer``) and prints a one-line summary. The run itself is ``ticktock.replay.runner.run``.
 An expected error (a bad option, manifest line, audio file or profile; a run-folder clash) prints one line
 ``ticktock: error: ...`` and exits with its code; Ctrl-C says how many sessions were kept and exits 130
 (``ticktock.errors``; ``TICKTOCK_DEBUG=1`` shows tracebacks).
@@ -22,8 +22,8 @@ import hydra
 from omegaconf import DictConfig
 
 from ticktock.errors import user_errors
-from ticktock.resources import register_resolver, resource_path
-from ticktock.runner import interrupted_note, run
+from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.runner import interrupted_note, run
 
 register_resolver()
 

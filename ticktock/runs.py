@@ -4,7 +4,7 @@ Columns: run id; model/decoder/clock/task; shard (``2/4``: shard 2 of a run spli
 run); status (complete, running, interrupted, failed: read from run.json and the run's heartbeat,
 ``ticktock.results.liveness``); sessions done / total (completed per-session parts); the last heartbeat and how
 long ago it was. Below the table, one line per sharded run: its shards present and missing, how many are in
-each state, and its sessions done of the whole split (``ticktock.shards``). A run folder whose run.json cannot be read is listed as
+each state, and its sessions done of the whole split (``ticktock.replay.shards``). A run folder whose run.json cannot be read is listed as
 "unreadable" with the reason. Reads only run.json and file names (no parquet, no torch); exits 2 with one line
 when a folder does not exist or holds no runs.
 
@@ -74,8 +74,8 @@ def describe(path: Path, now: float | None = None) -> dict:
 
 def split_lines(rows: list[dict]) -> list[str]:
     """One line per sharded run among the rows: its shards present and missing, their states, sessions done
-    (``ticktock.shards.Split.summary``)."""
-    from ticktock.shards import group_splits
+    (``ticktock.replay.shards.Split.summary``)."""
+    from ticktock.replay.shards import group_splits
 
     readable = [(Path(r["path"]), r["meta"], r["status"], r["done"]) for r in rows if r.get("meta") is not None]
     return [split.summary() for split in group_splits(readable)]

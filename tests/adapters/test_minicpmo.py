@@ -11,15 +11,15 @@ import torch
 
 from ticktock.adapters.checkpoint import CheckpointError, MissingWeightsError
 from ticktock.adapters.minicpmo import render_gander_tools
-from ticktock.adapters.minicpmo_miniature import write_miniature
+from ticktock.miniatures.minicpmo import write_miniature
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.errors import TickTockError
-from ticktock.injection import ToolCallInjector
-from ticktock.manifest import load_manifest
-from ticktock.mock_tools import MockToolExecutor
-from ticktock.resources import resource_path
-from ticktock.runner import build, check_run_options, compose_run
+from ticktock.replay.injection import ToolCallInjector
+from ticktock.sessions.manifest import load_manifest
+from ticktock.world.mock_tools import MockToolExecutor
+from ticktock.replay.resources import resource_path
+from ticktock.replay.runner import build, check_run_options, compose_run
 
 from helpers import outputs
 from helpers import replay as replay_session

@@ -52,7 +52,7 @@ def test_training_layout_and_replay_share_the_unit_head(fixture_adapter, small_m
 
     from ticktock.decoders.ar import ARDecoder
     from ticktock.embedded.data import AUDIO, layout
-    from ticktock.manifest import load_manifest
+    from ticktock.sessions.manifest import load_manifest
 
     from helpers import replay
 

@@ -13,7 +13,8 @@ from safetensors.torch import load_file, save_file
 from ticktock.adapters import qwen_omni
 from ticktock.adapters.base import TreeLayout
 from ticktock.adapters.checkpoint import CheckpointError, MissingWeightsError
-from ticktock.adapters.qwen_omni import load_streaming_slm_adapter, write_streaming_slm_miniature
+from ticktock.adapters.qwen_omni import load_streaming_slm_adapter
+from ticktock.miniatures.qwen_omni import write_streaming_slm_miniature
 
 from helpers import outputs
 from helpers import replay as replay_session
@@ -213,7 +214,7 @@ def test_short_padding_gives_the_processors_mel_frames(adapter, miniature):
 
 
 def shipped(name):
-    from ticktock.runner import build, compose_run
+    from ticktock.replay.runner import build, compose_run
 
     return build(compose_run(name, "streaming_slm", None, []).decoder)
 
@@ -223,8 +224,8 @@ DECODERS = ("pld", "recycling", "lookahead", "speclisten_silence", "speclisten_r
 
 @pytest.fixture(scope="module")
 def sessions():
-    from ticktock.manifest import load_manifest
-    from ticktock.resources import resource_path
+    from ticktock.sessions.manifest import load_manifest
+    from ticktock.replay.resources import resource_path
 
     manifest = resource_path("manifests/ticktock-mini/manifest.jsonl")
     return [load_manifest(manifest, tasks=[task])[0] for task in ("fdb_v3", "alpaca_eval")]
@@ -235,9 +236,9 @@ GREEDY_CHUNKS, SAMPLED_CHUNKS = 4, 4  # per session: the whole file stays under 
 
 def replay(adapter, session, decoder, max_chunks, **sampling):
     from ticktock.clocks.modeled import CostProfile, ModeledClock
-    from ticktock.injection import ToolCallInjector
-    from ticktock.mock_tools import MockToolExecutor
-    from ticktock.resources import resource_path
+    from ticktock.replay.injection import ToolCallInjector
+    from ticktock.world.mock_tools import MockToolExecutor
+    from ticktock.replay.resources import resource_path
 
     clock = ModeledClock(CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml")))
     return outputs(replay_session(adapter, session, decoder, clock=clock, injector=ToolCallInjector(MockToolExecutor()),

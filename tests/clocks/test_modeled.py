@@ -1,7 +1,7 @@
 import pytest
 
 from ticktock.clocks.modeled import CostProfile, ModeledClock, ProfileError
-from ticktock.resources import resource_path
+from ticktock.replay.resources import resource_path
 
 
 def test_bilinear_interpolation_and_extrapolation():

@@ -23,14 +23,14 @@ def corpus_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def corpus(corpus_dir):
-    from ticktock.manifest import load_manifest
+    from ticktock.sessions.manifest import load_manifest
 
     return load_manifest(corpus_dir / "manifest.jsonl")
 
 
 @pytest.fixture(scope="session")
 def train_corpus(tmp_path_factory):
-    from ticktock.manifest import load_manifest
+    from ticktock.sessions.manifest import load_manifest
 
     out = tmp_path_factory.mktemp("corpus_train")
     generate(out, list(BUILDERS), "train", TRAIN_SEED, TRAIN_SESSIONS_PER_TASK)

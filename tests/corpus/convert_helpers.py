@@ -8,7 +8,7 @@ import numpy as np
 import soundfile
 
 from helpers import speech_like
-from ticktock.manifest import load_manifest
+from ticktock.sessions.manifest import load_manifest
 
 
 def write_speech(path: Path, duration_s: float, spans, rate: int, seed: int = 0, channels: int = 1,

@@ -7,10 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ticktock.audio import SAMPLE_RATE, load_audio
+from ticktock.sessions.audio import SAMPLE_RATE, load_audio
 from ticktock.corpus.augment import (PROFILES, AugmentError, Augmentation, augment_audio, augment_corpus,
                                      change_speed, draw_augmentation, shift_pitch, speech_level)
-from ticktock.manifest import check_audio_durations, load_manifest
+from ticktock.sessions.manifest import check_audio_durations, load_manifest
 
 PLAIN = Augmentation(speed=1.0, pitch_semitones=0.0, rt60_s=0.0, band="", noise="white", snr_db=200.0, gain_db=0.0,
                      seed=1)

@@ -10,7 +10,7 @@ import pytest
 
 from convert_helpers import assert_nothing_left, check_manifest, write_speech
 from ticktock.corpus.convert import ConvertError, check, convert
-from ticktock.mock_tools import TOOL_SCHEMAS, execute
+from ticktock.world.mock_tools import TOOL_SCHEMAS, execute
 
 SPEAKER = "65e8cf8f4c7424fa062e54a3"
 SHOP = {

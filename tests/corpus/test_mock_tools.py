@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ticktock.corpus.tasks.tool_requests import SCENARIOS
-from ticktock.manifest import load_manifest
-from ticktock.mock_tools import _FUNCTIONS, TOOL_SCHEMAS, MockToolExecutor, execute, respond_text
-from ticktock.resources import resource_path
+from ticktock.sessions.manifest import load_manifest
+from ticktock.world.mock_tools import _FUNCTIONS, TOOL_SCHEMAS, MockToolExecutor, execute, respond_text
+from ticktock.replay.resources import resource_path
 
 # Responses computed before the mock tools were broadened to the official call shapes: every distinct call
 # of the shipped mini corpus (expected calls and scripted calls), and every call the embedded model made while

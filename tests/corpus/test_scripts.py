@@ -11,7 +11,7 @@ from ticktock.corpus.splits import EVAL_SEED_LIMIT
 from ticktock.corpus.tasks import BUILDERS, build_scripts
 from ticktock.corpus.tasks.alpaca import INSTRUCTIONS
 from ticktock.corpus.tasks.bbh import NUMBER_WORDS
-from ticktock.mock_tools import execute
+from ticktock.world.mock_tools import execute
 
 COUNT = 24
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import soundfile
 
-from ticktock.audio import SAMPLE_RATE, load_audio
+from ticktock.sessions.audio import SAMPLE_RATE, load_audio
 from ticktock.corpus import synth
 from ticktock.corpus.synth import add_arguments, generate, main
 from ticktock.corpus.tasks import BUILDERS
-from ticktock.mock_tools import TOOL_SCHEMAS
+from ticktock.world.mock_tools import TOOL_SCHEMAS
 
 SEED = 0  # the seed of the conftest corpus
 

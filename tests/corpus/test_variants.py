@@ -16,7 +16,7 @@ from ticktock.corpus.splits import EVAL_SEED_LIMIT
 from ticktock.corpus.tasks import BUILDERS, build_scripts
 from ticktock.corpus.tasks.alpaca import INSTRUCTIONS
 from ticktock.corpus.tasks.conversation import MODEL_BACKCHANNELS, TOPICS
-from ticktock.scoring import score_qa
+from ticktock.world.scoring import score_qa
 
 REPLY_ACTIONS = ("speak", "speak_after_tools", "backchannel")
 SCRIPTS_PER_TASK = 24

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ticktock.audio import chunk_samples, load_audio
+from ticktock.sessions.audio import chunk_samples, load_audio
 from ticktock.decoders.selection import Sampling
 
 

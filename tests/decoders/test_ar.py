@@ -1,6 +1,6 @@
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.selection import Sampling
-from ticktock.manifest import load_manifest
+from ticktock.sessions.manifest import load_manifest
 
 from decoders.reference import naive_replay
 from helpers import replay

@@ -8,13 +8,14 @@ import time
 import numpy as np
 import pytest
 
-from ticktock.audio import SAMPLE_RATE, chunk_samples, load_audio
+from ticktock.sessions.audio import SAMPLE_RATE, chunk_samples, load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.clocks.wall import WallClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.base import ArrivingAudio, Decoder
-from ticktock.engine import ReplayEngine
-from ticktock.manifest import load_manifest
+from ticktock.decoders.idle import ArrivingAudio
+from ticktock.decoders.contract import Decoder
+from ticktock.replay.engine import ReplayEngine
+from ticktock.sessions.manifest import load_manifest
 
 from helpers import outputs, replay
 
@@ -142,8 +143,8 @@ def test_the_real_models_chunk_encoders_declare_no_causal_step():
 
 
 def test_waiting_decoders_are_refused_on_a_shared_device():
-    from ticktock.concurrency import ConcurrencyError
-    from ticktock.runner import check_run_options, compose_run
+    from ticktock.replay.concurrency import ConcurrencyError
+    from ticktock.replay.runner import check_run_options, compose_run
 
     with pytest.raises(ConcurrencyError) as caught:
         check_run_options(compose_run("speclisten_stream", "fixture", None, ["concurrency.sessions=2"]))

@@ -8,10 +8,12 @@ from hypothesis import strategies as st
 
 from ticktock.adapters.base import TreeLayout
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.base import ChunkStep, ChunkCounters, ChunkInputs, DraftTree, Verification
+from ticktock.decoders.step import ChunkStep, ChunkInputs
+from ticktock.decoders.counters import ChunkCounters
+from ticktock.decoders.trees import DraftTree, Verification
 from ticktock.decoders.lookahead import JacobiWindow, LookaheadDecoder, NgramPool
-from ticktock.injection import ToolCallInjector
-from ticktock.manifest import load_manifest
+from ticktock.replay.injection import ToolCallInjector
+from ticktock.sessions.manifest import load_manifest
 
 from helpers import ConstantToolExecutor, outputs
 from helpers import replay as replay_session

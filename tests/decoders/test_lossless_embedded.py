@@ -5,12 +5,12 @@ import pytest
 
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.injection import ToolCallInjector
+from ticktock.replay.injection import ToolCallInjector
 
-from ticktock.manifest import load_manifest
-from ticktock.mock_tools import MockToolExecutor
-from ticktock.resources import resource_path
-from ticktock.runner import build, compose_run
+from ticktock.sessions.manifest import load_manifest
+from ticktock.world.mock_tools import MockToolExecutor
+from ticktock.replay.resources import resource_path
+from ticktock.replay.runner import build, compose_run
 
 from helpers import outputs
 from helpers import replay as replay_session

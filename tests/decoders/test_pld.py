@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.ngram import NgramIndex, prompt_lookup
 from ticktock.decoders.pld import PromptLookupDecoder
-from ticktock.manifest import load_manifest
+from ticktock.sessions.manifest import load_manifest
 
 from helpers import replay
 

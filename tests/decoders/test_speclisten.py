@@ -5,15 +5,15 @@ import pytest
 import soundfile
 import torch
 
-from ticktock.audio import load_audio
+from ticktock.sessions.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.base import DraftTree, Verification
+from ticktock.decoders.trees import DraftTree, Verification
 from ticktock.decoders.pool import HypothesisPool
 from ticktock.decoders.selection import Sampling
 from ticktock.decoders.speclisten import Hypotheses, SpeculativeListeningDecoder, realigned_tails
-from ticktock.engine import ReplayEngine
-from ticktock.manifest import Session, Turn, load_manifest
+from ticktock.replay.engine import ReplayEngine
+from ticktock.sessions.manifest import Session, Turn, load_manifest
 
 from helpers import outputs, replay
 
@@ -227,7 +227,7 @@ def test_realigned_tails_after_a_substitution_an_insertion_or_a_dropped_token():
 
 
 def test_partial_hypotheses_leave_the_model_exactly_as_before(fixture_adapter, small_manifest):
-    from ticktock.decoders.base import ArrivingAudio
+    from ticktock.decoders.idle import ArrivingAudio
 
     session = load_manifest(small_manifest)[0]
     a = fixture_adapter
@@ -271,7 +271,7 @@ def test_partial_hypotheses_are_lossless_and_report_what_they_drafted(fixture_ad
 
 
 def test_bad_streaming_knobs_are_rejected():
-    from ticktock.decoders.base import DecoderConfigError
+    from ticktock.decoders.contract import DecoderConfigError
 
     with pytest.raises(DecoderConfigError, match="decoder.hypothesis: must be one of 'silence', 'partial', got 'audio'"):
         SpeculativeListeningDecoder(hypothesis="audio")

@@ -7,15 +7,15 @@ import pytest
 import soundfile
 from transformers import AutoTokenizer
 
-from ticktock.audio import load_audio
+from ticktock.sessions.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.embedded.model import WEIGHTS_DIR, WeightsError, load_embedded_adapter
-from ticktock.engine import ReplayEngine
-from ticktock.injection import ToolCallInjector
-from ticktock.manifest import Session, Turn, load_manifest
-from ticktock.mock_tools import MockToolExecutor
-from ticktock.resources import resource_path
+from ticktock.replay.engine import ReplayEngine
+from ticktock.replay.injection import ToolCallInjector
+from ticktock.sessions.manifest import Session, Turn, load_manifest
+from ticktock.world.mock_tools import MockToolExecutor
+from ticktock.replay.resources import resource_path
 
 from decoders.reference import naive_replay
 

@@ -13,9 +13,9 @@ from ticktock.adapters.fixture import build_fixture_adapter
 from ticktock.embedded.data import AUDIO, IGNORE, layout
 from ticktock.embedded.targets import (CLOSERS, OPENERS, WIDE_CLOSERS, WIDE_OPENERS, ChunkPlan, ReplyVariety, call_groups,
                                        WORDINGS, mixed, plan_session, sentences, speak_units, tool_call_text, worded)
-from ticktock.manifest import Session, Turn, load_manifest
-from ticktock.mock_tools import MockToolExecutor
-from ticktock.resources import resource_path
+from ticktock.sessions.manifest import Session, Turn, load_manifest
+from ticktock.world.mock_tools import MockToolExecutor
+from ticktock.replay.resources import resource_path
 
 
 @pytest.fixture(scope="module")
@@ -289,8 +289,8 @@ def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_
     from ticktock.corpus.splits import EVAL_SEED_LIMIT
     from ticktock.corpus.synth import generate
     from ticktock.corpus.tasks import BUILDERS
-    from ticktock.injection import parse_tool_call
-    from ticktock.scoring import rates, score_session
+    from ticktock.replay.injection import parse_tool_call
+    from ticktock.world.scoring import rates, score_session
 
     adapter, executor = embedded_adapter, MockToolExecutor()
     total = Counter()

@@ -1,5 +1,5 @@
 """A tiny random-weight judge model on disk for the judge tests: a real LlamaForCausalLM (two layers, hidden
-size 16) and a real byte-level BPE tokenizer (``ticktock.adapters.miniature_tokenizer``), in which the digits
+size 16) and a real byte-level BPE tokenizer (``ticktock.adapters.bpe_tokenizer``), in which the digits
 "1".."5" are single tokens. Its verdicts mean nothing; they are real forwards of a real transformers model."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def write_judge_model(folder: Path, chat_template: bool = True, seed: int = 0) -
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from ticktock.adapters.miniature_tokenizer import write_bpe_tokenizer
+    from ticktock.adapters.bpe_tokenizer import write_bpe_tokenizer
 
     config = {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
     if chat_template:

@@ -117,7 +117,7 @@ def test_without_a_judge_model_it_says_how_to_plug_one_and_exits_2(runs):
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.splitlines()
     assert line.startswith("ticktock: error: no judge model configured (judge=rule): the quality table scores replies "
-                           "with the rule-based task scores of ticktock.scoring only")
+                           "with the rule-based task scores of ticktock.world.scoring only")
     assert "python -m ticktock.judge <results dirs or globs> judge=hf_local judge.path=<folder" in line
     assert not (runs / "ar" / "judgements").exists()
 

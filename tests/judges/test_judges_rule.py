@@ -5,7 +5,7 @@ import pytest
 from ticktock.judge import build_judge, compose_judge
 from ticktock.judges.base import HOW_TO_JUDGE, JudgeError, Reply
 from ticktock.judges.rule import RuleJudge
-from ticktock.resources import resource_path
+from ticktock.replay.resources import resource_path
 
 
 def test_the_default_config_is_the_rule_judge():
@@ -16,7 +16,7 @@ def test_the_default_config_is_the_rule_judge():
 def test_it_grades_no_reply_and_says_what_to_do():
     judge = RuleJudge()
     reason = judge.unavailable()
-    assert "rule-based task scores of ticktock.scoring only" in reason and reason.endswith(f"run: {HOW_TO_JUDGE}")
+    assert "rule-based task scores of ticktock.world.scoring only" in reason and reason.endswith(f"run: {HOW_TO_JUDGE}")
     with pytest.raises(JudgeError, match=r"^no judge model configured \(judge=rule\)"):
         judge.judge([Reply("run", "s0", "llama_questions", 0, "Capital of France?", "Paris.")])
     assert judge.fingerprint() == RuleJudge().fingerprint()

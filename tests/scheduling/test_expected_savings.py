@@ -3,11 +3,11 @@ from pathlib import Path
 import numpy as np
 
 from ticktock.clocks.modeled import CostProfile, ModeledClock
-from ticktock.concurrency import ConcurrencySettings, ConcurrentReplay
+from ticktock.replay.concurrency import ConcurrencySettings, ConcurrentReplay
 from ticktock.decoders.ar import ARDecoder
-from ticktock.device import SharedDevice
-from ticktock.engine import ReplayEngine
-from ticktock.manifest import Session
+from ticktock.replay.device import SharedDevice
+from ticktock.replay.engine import ReplayEngine
+from ticktock.sessions.manifest import Session
 from ticktock.scheduling.base import DraftCandidate
 from ticktock.scheduling.expected_savings import ExpectedSavings
 from ticktock.scheduling.round_robin import RoundRobin

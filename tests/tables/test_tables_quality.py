@@ -168,7 +168,7 @@ def test_without_judgements_one_note_says_no_judge_is_configured_and_how_to_run_
     assert not [c for c in table.frame.columns if "judge" in c]
     [note] = [n for n in table.notes if "judge" in n]
     assert note.startswith("reply quality judge: none configured (the scores above are the rule-based task scores of "
-                           "ticktock.scoring; to add each decoder's mean 1-5 grade from a local judge model, run: "
+                           "ticktock.world.scoring; to add each decoder's mean 1-5 grade from a local judge model, run: "
                            "python -m ticktock.judge <results dirs or globs> judge=hf_local judge.path=")
 
 

@@ -72,8 +72,6 @@ def check_weights(model_cfg) -> None:
     name = model_cfg.get("name", "model")
     folder = resolve_checkpoint(model_cfg.get("path"), model_cfg.get("repo_id"), name)
     if model_cfg.get("base_repo_id"):
-        from ticktock.adapters.minicpmo import resolve_base
-
         resolve_base(folder, model_cfg.get("base_path"), model_cfg.get("base_repo_id"), name)
 
 
@@ -189,3 +187,18 @@ def load_into(module, tensors: CheckpointTensors, prefix: str, ignore: tuple[str
 def _some(prefix: str, keys: list[str], shown: int = 3) -> str:
     more = f" (and {len(keys) - shown} more)" if len(keys) > shown else ""
     return ", ".join(prefix + key for key in keys[:shown]) + more
+
+
+def resolve_base(folder: Path, base_path: str | None, base_repo_id: str, name: str) -> Path:
+    """The base checkpoint of a delta: ``base_path``, a ``base/`` folder inside the delta, or the local cache."""
+    if base_path:
+        return resolve_checkpoint(base_path, base_repo_id, name, key="model.base_path")
+    inside = folder / "base"
+    if (inside / "config.json").is_file():
+        return inside
+    cached = cached_snapshot(base_repo_id)
+    if cached is None:
+        raise MissingWeightsError(f"model.base_path: model {name} is a delta over {base_repo_id}, whose weights are "
+                                  f"not here: download them with `hf download {base_repo_id}`, then pass "
+                                  "model.base_path=<folder> (or keep them in the Hugging Face cache)")
+    return cached

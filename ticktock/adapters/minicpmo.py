@@ -34,11 +34,11 @@ greedy mode), its length penalty 1.1 on ``<|turn_eos|>``, and its replacement of
 ``<|tts_bos|>`` while a turn is open depend on history and are left out; ``listen_closes_turn: false`` masks
 ``<|listen|>`` as the first token while the assistant's turn is open, the lossless part of the last one.
 
-Example (a miniature checkpoint in the real layout, see ``ticktock.adapters.minicpmo_miniature``)::
+Example (a miniature checkpoint in the real layout, see ``ticktock.miniatures.minicpmo``)::
 
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from ticktock.adapters.minicpmo_miniature import write_miniature
+    >>> from ticktock.miniatures.minicpmo import write_miniature
     >>> folder = write_miniature("gander", Path(tempfile.mkdtemp()) / "gander")
     >>> adapter = load_minicpmo_adapter(path=str(folder), repo_id="Gander-Omni/Gander", name="gander",
     ...                                 base_repo_id="openbmb/MiniCPM-o-4_5", tool_layout="gander", max_text_tokens=8)
@@ -53,8 +53,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ticktock.adapters.base import hermes_call_text
-from ticktock.adapters.checkpoint import (CheckpointError, CheckpointTensors, MissingWeightsError, cached_snapshot,
-                                          load_into, read_json, resolve_checkpoint)
+from ticktock.adapters.checkpoint import (CheckpointError, CheckpointTensors, load_into, read_json, resolve_base,
+                                          resolve_checkpoint)
 from ticktock.adapters.hf_unit import HFUnitAdapter, protocol_from_tokenizer, runtime_settings
 
 MINICPMO_REPO = "openbmb/MiniCPM-o-4_5"
@@ -196,7 +196,7 @@ def random_checkpoint() -> Path:
     """A folder with the miniature's tokenizer files (and nothing else), written once per process."""
     import tempfile
 
-    from ticktock.adapters.minicpmo_miniature import tokenizer_files, MINICPMO_ADDED, BASE_VOCAB
+    from ticktock.adapters.minicpmo_tokens import BASE_VOCAB, MINICPMO_ADDED, tokenizer_files
 
     folder = Path(tempfile.mkdtemp(prefix="ticktock-random-minicpmo-"))
     tokenizer_files(folder, {BASE_VOCAB + i: token for i, token in enumerate(MINICPMO_ADDED)})
@@ -214,21 +214,6 @@ def randomise(*modules) -> None:
                     tensor.normal_(0.0, 0.02)
                 else:
                     tensor.fill_(1.0 if "norm" in name else 0.0)
-
-
-def resolve_base(folder: Path, base_path: str | None, base_repo_id: str, name: str) -> Path:
-    """The base checkpoint of a delta: ``base_path``, a ``base/`` folder inside the delta, or the local cache."""
-    if base_path:
-        return resolve_checkpoint(base_path, base_repo_id, name, key="model.base_path")
-    inside = folder / "base"
-    if (inside / "config.json").is_file():
-        return inside
-    cached = cached_snapshot(base_repo_id)
-    if cached is None:
-        raise MissingWeightsError(f"model.base_path: model {name} is a delta over {base_repo_id}, whose weights are "
-                                  f"not here: download them with `hf download {base_repo_id}`, then pass "
-                                  "model.base_path=<folder> (or keep them in the Hugging Face cache)")
-    return cached
 
 
 def load_tokenizer(folder: Path):

@@ -4,7 +4,7 @@ A replay never sleeps: arrival times are simulated, and the time each piece of w
 *stopwatch*. The engine opens one stopwatch per phase (a chunk's post-audio work, an idle window) and
 every target forward and audio encoding inside the phase runs through it (``Stopwatch.run(DeviceWork)``):
 a session alone runs the work at once and charges it; a session sharing a device with others
-(``ticktock.device``) has it scheduled among theirs, and its stopwatches read the device's time.
+(``ticktock.replay.device``) has it scheduled among theirs, and its stopwatches read the device's time.
 
 - ``wall``: the stopwatch reads ``time.perf_counter`` (device-synchronised), so decoder bookkeeping,
   Python overhead and everything else in the phase counts.
@@ -40,7 +40,7 @@ class DeviceWork:
     ``run`` does the work; ``adapter`` is the session's model adapter (its ``synchronize`` is the device
     barrier); a forward also says its ``query_tokens`` and ``context_tokens`` (what a cost profile charges)
     and its call (``segments``, ``tree``, ``logits_from``), so a shared device can run several sessions'
-    forwards as one batched step (``ticktock.device``). ``hypothesis`` is what a draft forward extends
+    forwards as one batched step (``ticktock.replay.device``). ``hypothesis`` is what a draft forward extends
     (the tokens of the hypothesis so far; empty for post-audio work): a draft scheduler may read it. An
     encoding says ``audio_fraction``, the share of its chunk's audio it encodes (1 for a whole chunk; less for
     a piece encoded as it arrives: ``IdleWindow.prefill_arrived``).
@@ -134,7 +134,7 @@ class Clock(ABC):
     def stopwatch(self, window_ms: float | None = None) -> Stopwatch:
         """A stopwatch for one phase: post-audio work (``window_ms`` None) or an idle window that closes
         ``window_ms`` after it opens (when the next chunk's audio arrives). A session replayed alone
-        ignores ``window_ms``; a session sharing a device (``ticktock.device``) schedules by it."""
+        ignores ``window_ms``; a session sharing a device (``ticktock.replay.device``) schedules by it."""
 
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
         """What a forward is expected to cost before it runs (a cost profile knows; a wall clock does not: None)."""

@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ticktock.atomic import atomic_write
-from ticktock.audio import SAMPLE_RATE, load_audio, resample
+from ticktock.results.atomic import atomic_write
+from ticktock.sessions.audio import SAMPLE_RATE, load_audio, resample
 from ticktock.corpus.mixing import stable_seed, write_flac
 from ticktock.errors import InputDataError
 

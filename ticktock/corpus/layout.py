@@ -6,7 +6,7 @@ snapped to the 16 kHz sample grid; manifest times are rounded to milliseconds.
 
 Example::
 
-    >>> from ticktock.manifest import Word
+    >>> from ticktock.sessions.manifest import Word
     >>> from ticktock.corpus.script import At, Utterance, Piece, PauseStart
     >>> utterances = (Utterance("user", "request", (Piece("Hi", 1.0), Piece("there")), At(None, "start", 2.0)),)
     >>> timing = [UtteranceTiming((Word("Hi", 0.0, 0.3), Word("there", 1.3, 1.7)), ((0.3, 1.3),))]
@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ticktock.audio import SAMPLE_RATE
-from ticktock.manifest import Turn, Word
+from ticktock.sessions.audio import SAMPLE_RATE
+from ticktock.sessions.manifest import Turn, Word
 from ticktock.corpus.script import TAIL_MARGIN_S, At, PauseSpans, PauseStart, SessionScript, TurnSpan, Utterance
 
 

@@ -16,8 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ticktock.atomic import atomic_write
-from ticktock.audio import SAMPLE_RATE
+from ticktock.results.atomic import atomic_write
+from ticktock.sessions.audio import SAMPLE_RATE
 
 BACKGROUND_GAIN_DB = -12.0  # level of the second voice ("other") relative to the user
 ROOM_TONE_DBFS = -70.0

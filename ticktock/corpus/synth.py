@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ticktock.audio import SAMPLE_RATE
-from ticktock.manifest import Session, write_manifest
+from ticktock.sessions.audio import SAMPLE_RATE
+from ticktock.sessions.manifest import Session, write_manifest
 from ticktock.corpus.layout import PlacedTurn, UtteranceTiming, place, resolve, session_samples
 from ticktock.corpus.mixing import BACKGROUND_GAIN_DB, ROOM_TONE_DBFS, mix, room_tone, stable_seed, write_flac
 from ticktock.corpus.script import SessionScript
@@ -39,7 +39,7 @@ from ticktock.corpus.speech import SpokenText, Voice, pick_voice, speak
 from ticktock.corpus.splits import SPLITS, SplitError, check_seed
 from ticktock.corpus.tasks import BUILDERS, build_scripts
 from ticktock.corpus.tasks.base import session_id
-from ticktock.mock_tools import TOOL_SCHEMAS
+from ticktock.world.mock_tools import TOOL_SCHEMAS
 
 GENERATOR_VERSION = "1"
 USER_VOICES = ("espeak", "piper")

@@ -6,7 +6,7 @@ each later forward feeds the last committed token. #MAT = 1.00 by construction.
 
 from __future__ import annotations
 
-from ticktock.decoders.base import Decoder
+from ticktock.decoders.contract import Decoder
 
 
 class ARDecoder(Decoder):

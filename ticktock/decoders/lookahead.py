@@ -56,7 +56,8 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
-from ticktock.decoders.base import Decoder, DecoderSettings, DraftTree, Verification, knob, trim_draft
+from ticktock.decoders.contract import Decoder, DecoderSettings, knob
+from ticktock.decoders.trees import DraftTree, Verification, trim_draft
 
 
 class NgramPool:

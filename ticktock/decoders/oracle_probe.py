@@ -10,7 +10,8 @@ are token-identical (``draft_full_match``) and whether the first token differs (
 from __future__ import annotations
 
 from ticktock.decoders.ar import ARDecoder
-from ticktock.decoders.base import ChunkStep, IdleWindow
+from ticktock.decoders.step import ChunkStep
+from ticktock.decoders.idle import IdleWindow
 
 
 class OracleProbeDecoder(ARDecoder):

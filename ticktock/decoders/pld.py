@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ticktock.decoders.base import Decoder, DecoderSettings, DraftTree, knob, trim_draft
+from ticktock.decoders.contract import Decoder, DecoderSettings, knob
+from ticktock.decoders.trees import DraftTree, trim_draft
 from ticktock.decoders.ngram import NgramIndex
 
 

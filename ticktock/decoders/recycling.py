@@ -53,7 +53,8 @@ from typing import Mapping
 
 import torch
 
-from ticktock.decoders.base import Decoder, DecoderConfigError, DecoderSettings, DraftTree, Verification, knob
+from ticktock.decoders.contract import Decoder, DecoderConfigError, DecoderSettings, knob
+from ticktock.decoders.trees import DraftTree, Verification
 
 # Static tree templates as data: rank path of a parent -> number of children (ranks 0..n-1 below it).
 # "2.2.2" is the TR default (the official Token Recycling code's tree_template_.py lists the same counts).

@@ -38,7 +38,7 @@ from typing import Sequence
 import torch
 
 from ticktock.adapters.base import UnitProtocol
-from ticktock.decoders.base import DRAFT_SELECTIONS
+from ticktock.decoders.idle import DRAFT_SELECTIONS
 from ticktock.errors import ConfigError
 
 

@@ -49,8 +49,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ticktock.clocks.base import WindowClosed
-from ticktock.decoders.base import (DRAFT_SELECTIONS, ChunkStep, Decoder, DecoderConfigError, DecoderSettings,
-                                    DraftTree, IdleWindow, Verification, knob, trim_draft)
+from ticktock.decoders.idle import DRAFT_SELECTIONS, IdleWindow
+from ticktock.decoders.step import ChunkStep
+from ticktock.decoders.contract import Decoder, DecoderConfigError, DecoderSettings, knob
+from ticktock.decoders.trees import DraftTree, Verification, trim_draft
 from ticktock.decoders.call_schema import CallDrafter, call_patterns
 from ticktock.decoders.ngram import NgramIndex
 from ticktock.decoders.pool import HypothesisPool
@@ -240,7 +242,7 @@ class SpeculativeListeningDecoder(Decoder):
         forward when the first token stays the same (``_redraft``)."""
         if self.settings.redraft_policy != "speech":
             return True
-        from ticktock.audio import rms_dbfs
+        from ticktock.sessions.audio import rms_dbfs
 
         new = window.arrived_audio(window.arriving.samples_by(hypotheses.arrived_ms))
         return rms_dbfs(new) >= self.settings.redraft_speech_dbfs

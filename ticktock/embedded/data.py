@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ticktock.audio import load_audio
+from ticktock.sessions.audio import load_audio
 from ticktock.embedded.targets import ReplyVariety, plan_session
 
 AUDIO = -1

@@ -2,7 +2,7 @@
 
 Replays every session of a manifest closed-loop with AR decoding (the model hears the real audio, its own
 outputs go back into its context, tool calls are answered by the mock tool world), scores the outputs
-(``ticktock.scoring``), keeps every session's chunk kinds as a timeline string (``timeline``) and measures CPU speed (median single-token forward; one chunk prefill of
+(``ticktock.world.scoring``), keeps every session's chunk kinds as a timeline string (``timeline``) and measures CPU speed (median single-token forward; one chunk prefill of
 ``<unit>`` + 10 audio embeddings). Prints a table per task and writes ``evaluation.json``.
 
 Example::
@@ -23,16 +23,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ticktock.audio import load_audio
+from ticktock.sessions.audio import load_audio
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.embedded.model import load_embedded_adapter
-from ticktock.engine import ReplayEngine
-from ticktock.injection import ToolCallInjector
-from ticktock.manifest import load_manifest
-from ticktock.mock_tools import MockToolExecutor
+from ticktock.replay.engine import ReplayEngine
+from ticktock.replay.injection import ToolCallInjector
+from ticktock.sessions.manifest import load_manifest
+from ticktock.world.mock_tools import MockToolExecutor
 from ticktock.results.rows import chunk_rows, session_row
-from ticktock.scoring import rates, score_session
+from ticktock.world.scoring import rates, score_session
 
 QA_TASKS = ("llama_questions", "web_questions", "trivia_qa")
 GATES = {  # metric: (threshold, higher is better); "qa" pools the three factual-QA tasks only

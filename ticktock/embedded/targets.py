@@ -46,7 +46,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ticktock.adapters.base import hermes_call_text
-from ticktock.manifest import Session
+from ticktock.sessions.manifest import Session
 
 RESPOND_AFTER_S = 0.5  # silence heard after a user turn before the reply starts
 BARGE_IN_S = 0.3  # barge-in speech heard before the model stops

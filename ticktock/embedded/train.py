@@ -39,14 +39,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ticktock.atomic import atomic_write
+from ticktock.results.atomic import atomic_write
 from ticktock.embedded.data import batches, build_example, collate, forward_loss, phrasing_examples, word_vocabulary
 from ticktock.embedded.model import (Architecture, SYSTEM_PROMPT, build_model, load_embedded_adapter, make_adapter,
                                      save_model)
 from ticktock.embedded.targets import FRAME_SETS, ReplyVariety, tool_call_text
 from ticktock.embedded.tokenizer import train_tokenizer
-from ticktock.manifest import load_manifest
-from ticktock.mock_tools import MockToolExecutor
+from ticktock.sessions.manifest import load_manifest
+from ticktock.world.mock_tools import MockToolExecutor
 
 TRAIN_SEED_BASE = 1_000_000
 

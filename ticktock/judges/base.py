@@ -1,7 +1,7 @@
 """The judge contract: a plug-in that scores the model's replies, one verdict per reply.
 
 A **reply** (:class:`Reply`) is what the model said back to one user request of one replayed session: the
-user's request (the manifest turn's transcript), the model's spoken reply to it (``ticktock.scoring.reply_text``)
+user's request (the manifest turn's transcript), the model's spoken reply to it (``ticktock.world.scoring.reply_text``)
 and the reference answer(s) when the manifest has them. A **judge** (:class:`Judge`) turns a batch of replies
 into one :class:`Verdict` each: a score on the judge's scale (e.g. 1 to 5), with the distribution over the
 scale's points when it has one.

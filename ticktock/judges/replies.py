@@ -2,8 +2,8 @@
 that expects a response, in every session of the run.
 
 The request is the turn's transcript (``text`` of the session's ``turns_json``), the reply is the model's
-speech after the turn (``ticktock.scoring.reply_text``: the same span the QA score reads) and the references are
-the manifest's reference answer and aliases for that turn (``ticktock.scoring.turn_answers``). Pure functions
+speech after the turn (``ticktock.world.scoring.reply_text``: the same span the QA score reads) and the references are
+the manifest's reference answer and aliases for that turn (``ticktock.world.scoring.turn_answers``). Pure functions
 over the result tables: no torch, no model.
 
 Example::
@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from ticktock.judges.base import Reply
-from ticktock.scoring import reply_text, turn_answers
+from ticktock.world.scoring import reply_text, turn_answers
 
 REPLY_COLUMNS = ["chunk_index", "start_s", "arrival_s", "kind", "output_text"]
 

@@ -5,7 +5,7 @@
 share of the judge model's next-token probability on the scale's tokens, a note (e.g. a reply truncated to fit
 the prompt), which judge produced it (name, fingerprint, description), the digest of the text it judged
 (``Reply.digest``: a verdict counts only for the same text) and when. A file holds the verdicts of one judge
-configuration (one fingerprint). Files are written atomically (``ticktock.atomic``): a reader sees the previous
+configuration (one fingerprint). Files are written atomically (``ticktock.results.atomic``): a reader sees the previous
 file or the new one, never a partial one. Pure pyarrow: no torch.
 
 Example::
@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ticktock.atomic import atomic_write
+from ticktock.results.atomic import atomic_write
 from ticktock.errors import InputDataError
 from ticktock.judges.base import Reply, Verdict
 

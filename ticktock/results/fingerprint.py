@@ -48,7 +48,7 @@ def file_sha256(path: Path, block: int = 1 << 20) -> str | None:
 
 
 def session_fingerprint(session) -> dict:
-    """The two digests of a ``ticktock.manifest.Session`` (see the module docstring)."""
+    """The two digests of a ``ticktock.sessions.manifest.Session`` (see the module docstring)."""
     return {"manifest_sha256": canonical_sha256(session.to_json()), "audio_sha256": file_sha256(session.audio_path)}
 
 

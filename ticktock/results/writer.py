@@ -34,7 +34,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ticktock.atomic import atomic_write
+from ticktock.results.atomic import atomic_write
 from ticktock.errors import RunFolderError
 from ticktock.results.schema import TABLES, with_version
 

@@ -1,6 +1,6 @@
 """The draft-policy contract.
 
-When several sessions share a device (``ticktock.device``) and no post-audio work is waiting, the device
+When several sessions share a device (``ticktock.replay.device``) and no post-audio work is waiting, the device
 runs one draft forward of one session whose next audio has not arrived yet. A draft policy picks which:
 ``choose(candidates, now_ms)`` gets one ``DraftCandidate`` per waiting draft forward and returns one.
 A candidate holds only what a live system knows at that moment (no transcript, no future audio).

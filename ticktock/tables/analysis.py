@@ -321,7 +321,7 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
              "mean max lag: sessions.parquet max_lag_ms averaged over all sessions; mean device wait: device_wait_ms of each chunk's post-audio work (waiting for other sessions' "
              "work on the device), averaged over chunks",
              "N = 1: one session alone on the device (the runs of Tables 2-5); N > 1: that many sessions replayed at "
-             "once on one device, each started at a staggered offset (ticktock.concurrency)",
+             "once on one device, each started at a staggered offset (ticktock.replay.concurrency)",
              _fig4c_clock_note(results)]
     for _, row in data[data["baseline run"] == ""].iterrows():
         notes.append(f"no {baseline} run at N={row['N']} with the device shared as for {row['label']} ({row['group']}): "

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from ticktock.scoring import SPECIAL
+from ticktock.world.scoring import SPECIAL
 from ticktock.tables.common import setup_label
 from ticktock.tables.load import Results, Run, Setup, TablesError
 

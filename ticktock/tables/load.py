@@ -405,10 +405,10 @@ REFUSED_UNLESS_ALLOWED = ("missing", "failed", "running")  # ... unless --allow-
 
 
 def check_splits(runs: list[Run], allow_missing_shards: bool = False) -> list[str]:
-    """The shards of every sharded run among ``runs`` (``ticktock.shards``): a split whose shards cannot be combined
+    """The shards of every sharded run among ``runs`` (``ticktock.replay.shards``): a split whose shards cannot be combined
     (different shard.count, a shard twice) stops the tables, and so does one with a shard missing or failed unless
     ``allow_missing_shards``; then the returned provenance notes say what was left out."""
-    from ticktock.shards import group_splits
+    from ticktock.replay.shards import group_splits
 
     notes = []
     for split in group_splits([(r.path, r.meta, r.status, len(r.sessions)) for r in runs]):

@@ -4,7 +4,7 @@
   exactly, in the same setup (same temperature and seed: the harness's keyed sampler makes even sampled
   outputs comparable token by token). Every decoder of the harness is lossless, so anything below 100%
   is a FAILURE: listed in ``Table.failures``, printed loudly, and fatal under ``--strict``.
-- **Quality**: the task scores of ``ticktock.scoring.score_session`` pooled over each decoder's sessions.
+- **Quality**: the task scores of ``ticktock.world.scoring.score_session`` pooled over each decoder's sessions.
   Under greedy decoding they must equal the baseline's exactly (a difference is a FAILURE); under sampling
   each rate gets a 95% Wilson interval.
 - **Exact arithmetic only.** Token identity is guaranteed only in fp32 with eager attention
@@ -39,7 +39,7 @@ import pandas as pd
 from ticktock.judges.base import HOW_TO_JUDGE
 from ticktock.judges.replies import run_replies
 from ticktock.judges.store import judgement_files, no_judgements, read_judgements
-from ticktock.scoring import score_session
+from ticktock.world.scoring import score_session
 from ticktock.tables import metrics
 from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
                                     single_session, varying)
@@ -187,7 +187,7 @@ def quality_table(results: Results, baseline: str = "ar") -> Table:
                                f"{base[f'{m}_hits']}/{base[f'{m}_trials']}" for m in differs)
             failures.append(f"FAILURE: {cell.decoder} task scores differ from {baseline} under greedy decoding in setup "
                             f"{setup_label(cell.setup)}: {detail}")
-    notes = ["rates pooled over sessions: hits/trials of ticktock.scoring.score_session; greedy setups must equal "
+    notes = ["rates pooled over sessions: hits/trials of ticktock.world.scoring.score_session; greedy setups must equal "
              f"{baseline} exactly in fp32 with eager attention (≠ marks a difference; a FAILURE only in exact "
              "arithmetic); sampled setups show a 95% Wilson interval [low, high] in %",
              "backchannel_jsd: the official Jensen-Shannon distance between the model's backchannel timing and the "
@@ -258,7 +258,7 @@ def judge_column_names(verdicts: pd.DataFrame) -> dict[tuple[str, str], str]:
 def add_judge_columns(results: Results, rows: list[dict], baseline: str) -> list[str]:
     """Add the judge columns to the quality table's ``rows`` (one per cell, in ``results.cells`` order); the notes."""
     none = [f"reply quality judge: none configured (the scores above are the rule-based task scores of "
-            f"ticktock.scoring; to add each decoder's mean 1-5 grade from a local judge model, run: {HOW_TO_JUDGE})"]
+            f"ticktock.world.scoring; to add each decoder's mean 1-5 grade from a local judge model, run: {HOW_TO_JUDGE})"]
     if not any(judgement_files(run.path) for cell in results.cells for run in cell.runs):
         return none  # (no reply is extracted when no run has been judged)
     judged = {(c.setup, c.decoder): cell_verdicts(c) for c in results.cells}

@@ -14,7 +14,7 @@ source                      local copy (``--src``)                              
 ``fdb_v3``                  ``fdb_v3_data_released/`` (or the folder above it)     fdb_v3
 ==========================  =====================================================  =========================
 
-Output: ``OUT/manifest.jsonl`` (format v1, :mod:`ticktock.manifest`) and ``OUT/audio/<session_id>.flac``
+Output: ``OUT/manifest.jsonl`` (format v1, :mod:`ticktock.sessions.manifest`) and ``OUT/audio/<session_id>.flac``
 (16 kHz mono). Command line: ``python -m ticktock.corpus.convert SOURCE --src PATH --out DIR [--limit N]``.
 ``check`` (``--check``) reads and analyses a copy the same way but writes nothing. A selection
 (:mod:`ticktock.corpus.convert.selection`: N sessions per task type, seeded, or a list of ids) picks the

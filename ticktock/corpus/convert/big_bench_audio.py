@@ -23,7 +23,7 @@ from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, sa
 from ticktock.corpus.convert.answers import number_aliases
 from ticktock.corpus.convert.utterance import utterance_session
 from ticktock.corpus.convert.writer import CorpusWriter
-from ticktock.manifest import Session
+from ticktock.sessions.manifest import Session
 
 SOURCE = "big_bench_audio"
 TASK = "big_bench_audio"

@@ -29,7 +29,7 @@ The session is input.wav as it is (resampled to 16 kHz mono), with the source's 
   id -> probability of a backchannel in each 0.2 s window of input.wav), read from ``--backchannel-gt`` or
   found next to the source (in ``--src``, the subset folder or their parents). It is kept as
   ``behaviour.backchannel_distribution`` ``{"window_s": 0.2, "probabilities": [...]}`` and scored by
-  ``ticktock.scoring`` (``backchannel_jsd``, the official Jensen-Shannon distance); a sample the file
+  ``ticktock.world.scoring`` (``backchannel_jsd``, the official Jensen-Shannon distance); a sample the file
   does not list is reported (``no_backchannel_gt``).
 * user interruption: turn 0 (``context``) spans the VAD speech before the interruption, turn 1
   (``interrupt``, role ``interruption``) the interrupt.json window; ``behaviour.barge_in_s``, script
@@ -49,7 +49,7 @@ from ticktock.corpus.convert.fdb_layout import (clamp_span, read_json, require, 
                                                 subset_folders)
 from ticktock.corpus.convert.vad import speech_spans
 from ticktock.corpus.convert.writer import CorpusWriter
-from ticktock.manifest import Session, Turn, Word
+from ticktock.sessions.manifest import Session, Turn, Word
 
 SOURCE = "fdb_v1"
 TASK = "fdb_v1"

@@ -42,7 +42,7 @@ from ticktock.corpus.convert.fdb_layout import (clamp_span, read_json, require, 
                                                 subset_folders)
 from ticktock.corpus.convert.vad import speech_spans
 from ticktock.corpus.convert.writer import CorpusWriter
-from ticktock.manifest import Session, Turn
+from ticktock.sessions.manifest import Session, Turn
 
 SOURCE = "fdb_v1_5"
 TASK = "fdb_v1_5"

@@ -28,7 +28,7 @@ for the reply). Like the official evaluator:
 ``behaviour.scenario`` is the scenario ``id`` (``ecommerce_09``), with ``title`` and ``num_expected_calls``
 beside it; disfluency names are lower case singular (``self_correction``, as in the synthetic corpus), the
 source's spelling in ``provenance.source_disfluencies``. ``tools`` are the 12 mock tools
-(``ticktock.mock_tools.TOOL_SCHEMAS``), which accept every call shape of the official agent tools.
+(``ticktock.world.mock_tools.TOOL_SCHEMAS``), which accept every call shape of the official agent tools.
 
 Expected calls are kept in ``{"function", "args"}`` form. Arguments that refer to an earlier result
 (``"$RESULT_0.products[0].product_id"``) are resolved by running the earlier expected calls on TickTock's
@@ -52,8 +52,8 @@ from ticktock.corpus.convert.fdb_layout import (example_of, read_json, require, 
                                                 speech_until_gap, unnested)
 from ticktock.corpus.convert.vad import speech_spans
 from ticktock.corpus.convert.writer import CorpusWriter
-from ticktock.manifest import Session, Turn
-from ticktock.mock_tools import TOOL_SCHEMAS, execute
+from ticktock.sessions.manifest import Session, Turn
+from ticktock.world.mock_tools import TOOL_SCHEMAS, execute
 
 SOURCE = "fdb_v3"
 TASK = "fdb_v3"

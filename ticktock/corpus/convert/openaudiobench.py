@@ -31,7 +31,7 @@ from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, so
 from ticktock.corpus.convert.answers import parse_aliases, parse_answers
 from ticktock.corpus.convert.utterance import utterance_session
 from ticktock.corpus.convert.writer import CorpusWriter
-from ticktock.manifest import Session
+from ticktock.sessions.manifest import Session
 
 SOURCE = "openaudiobench"
 SUBSETS = ("llama_questions", "web_questions", "trivia_qa")

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ticktock.audio import SAMPLE_RATE
+from ticktock.sessions.audio import SAMPLE_RATE
 from ticktock.corpus.convert.vad import speech_spans
 from ticktock.corpus.convert.writer import CorpusWriter, SourceClip
-from ticktock.manifest import Session, Turn
+from ticktock.sessions.manifest import Session, Turn
 
 SECONDS_PER_ANSWER_WORD = 0.3
 TAIL_BASE_S = 3.0

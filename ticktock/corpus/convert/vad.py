@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ticktock.audio import SAMPLE_RATE
+from ticktock.sessions.audio import SAMPLE_RATE
 
 FRAME_S = 0.02
 FLOOR_LIMIT_DB = -80.0  # digital silence counts as this level, so MP3 dither is not mistaken for speech

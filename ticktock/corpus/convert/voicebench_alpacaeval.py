@@ -19,7 +19,7 @@ from pathlib import Path
 from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, source_path
 from ticktock.corpus.convert.utterance import utterance_session
 from ticktock.corpus.convert.writer import CorpusWriter
-from ticktock.manifest import Session
+from ticktock.sessions.manifest import Session
 
 SOURCE = "voicebench"
 TASK = "alpaca_eval"

@@ -26,9 +26,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ticktock.audio import CLIPPED_FRACTION, SAMPLE_RATE, clipped_fraction, resample
+from ticktock.sessions.audio import CLIPPED_FRACTION, SAMPLE_RATE, clipped_fraction, resample
 from ticktock.corpus.convert import ConvertError
-from ticktock.manifest import Session, write_manifest
+from ticktock.sessions.manifest import Session, write_manifest
 
 SILENT_PEAK = 10 ** (-60 / 20)  # silent: no sample louder than -60 dBFS
 

@@ -1,4 +1,4 @@
-"""Spoken tool-calling requests over the mock tool world (``ticktock.mock_tools``), before disfluencies.
+"""Spoken tool-calling requests over the mock tool world (``ticktock.world.mock_tools``), before disfluencies.
 
 A scenario function draws its parameters, runs the mock tools to resolve chained values (the flight id
 booked is the one the search actually returned), and renders the scripted answer from the results only,
@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from ticktock.corpus.knowledge import slug
 from ticktock.corpus.script import variants_of
-from ticktock.mock_tools import APARTMENT_CITIES, CARDS, DAYS, FLIGHT_CITIES, execute
+from ticktock.world.mock_tools import APARTMENT_CITIES, CARDS, DAYS, FLIGHT_CITIES, execute
 
 PASSENGERS = ("Maria Lopez", "James Carter", "Aiko Tanaka", "Omar Haddad", "Lena Fischer", "David Kim",
               "Sara Novak", "Peter Walsh", "Grace Obi", "Tom Becker")

@@ -27,7 +27,7 @@ adapter can (``ModelAdapter.forward_many``).
 
 A session's times follow from the device's: the stopwatch of a post-audio phase opens when the session
 is ready and its audio has arrived and reads ``now`` minus that moment, so the lag recursion of
-``ticktock.timeline`` (and the engine loop) are unchanged and include the wait for the device; an idle
+``ticktock.replay.timeline`` (and the engine loop) are unchanged and include the wait for the device; an idle
 window closes when the next chunk's audio arrives.
 
 Example (two sessions of constant-cost work, as in the tests)::
@@ -97,7 +97,7 @@ class SessionLane(Clock):
 
     def observe_chunk(self, kind: str, output, samples) -> None:
         """Record what a draft policy may use after a chunk: whether a reply is open, how loud its audio was."""
-        from ticktock.audio import rms_dbfs
+        from ticktock.sessions.audio import rms_dbfs
 
         self.reply_open = kind in ("speak", "tool") and (self.turn_eos is None or self.turn_eos not in output)
         self.dbfs = [*self.dbfs[-1:], rms_dbfs(samples)]

@@ -28,10 +28,10 @@ def resource_path(relative: str) -> Path:
 def register_resolver() -> None:
     """Make TickTock's config resolvers available in Hydra/OmegaConf configs: ``${ticktock_resource:configs/...}``
     (a shipped file's path) and ``${ticktock_shard:${shard.index},${shard.count}}`` (a sharded run's folder
-    suffix, ``ticktock.shards.folder_suffix``)."""
+    suffix, ``ticktock.replay.shards.folder_suffix``)."""
     from omegaconf import OmegaConf
 
-    from ticktock.shards import folder_suffix
+    from ticktock.replay.shards import folder_suffix
 
     if not OmegaConf.has_resolver("ticktock_resource"):
         OmegaConf.register_new_resolver("ticktock_resource", lambda relative: str(resource_path(relative)))

@@ -5,7 +5,7 @@ Per chunk t (audio [start, end) arrives at ``end``):
 1. the chunk's known inputs (the previous chunk's last token + the unit head, and any tool response to
    the previous chunk's calls) were built once when chunk t-1 was committed (``SessionState``);
 2. post-audio work, timed by the clock: encode the audio, then ``decoder.decode_chunk``;
-3. the deadline arithmetic (``ticktock.timeline``) with the overrun carried from the idle window;
+3. the deadline arithmetic (``ticktock.replay.timeline``) with the overrun carried from the idle window;
 4. tool calls in the output are executed; the output is committed to the session state, which opens
    chunk t+1 with the responses as its tail;
 5. if chunk t+1's audio is still in the future (idle budget > 0), ``decoder.idle`` may draft it until the
@@ -30,14 +30,17 @@ import time
 from dataclasses import dataclass, field
 
 from ticktock.adapters.base import ModelAdapter
-from ticktock.audio import SAMPLE_RATE, chunk_samples
+from ticktock.sessions.audio import SAMPLE_RATE, chunk_samples
 from ticktock.clocks.base import Clock, WindowClosed
-from ticktock.decoders.base import ArrivingAudio, ChunkCounters, ChunkStep, Decoder, ForwardRecord
+from ticktock.decoders.idle import ArrivingAudio
+from ticktock.decoders.counters import ChunkCounters, ForwardRecord
+from ticktock.decoders.step import ChunkStep
+from ticktock.decoders.contract import Decoder
 from ticktock.decoders.selection import Sampling
-from ticktock.injection import Injection, ToolCallInjector
-from ticktock.manifest import ChunkSpan, Session
-from ticktock.session_state import SessionState
-from ticktock.timeline import ChunkTiming, advance, overrun
+from ticktock.replay.injection import Injection, ToolCallInjector
+from ticktock.sessions.manifest import ChunkSpan, Session
+from ticktock.replay.session_state import SessionState
+from ticktock.replay.timeline import ChunkTiming, advance, overrun
 
 
 @dataclass
@@ -60,7 +63,7 @@ class ChunkTrace:
 @dataclass
 class SessionTrace:
     """A replayed session; ``concurrency``, ``slot`` and ``start_ms`` place it on a shared device
-    (``ticktock.concurrency``; 1, 0 and 0.0 for a session replayed alone)."""
+    (``ticktock.replay.concurrency``; 1, 0 and 0.0 for a session replayed alone)."""
 
     session: Session
     chunks: list[ChunkTrace] = field(default_factory=list)
@@ -105,7 +108,7 @@ class ReplayEngine:
         carried = self._idle(state, 0, spans[0], 1000.0 * spans[0].duration_s, audio) if spans else 0.0
         arrived = Injection()
         for i, span in enumerate(spans):
-            self.clock.wait_until(1000.0 * span.end_s)  # at once for a session alone; see ticktock.device
+            self.clock.wait_until(1000.0 * span.end_s)  # at once for a session alone; see ticktock.replay.device
             step, wall_ms = self._post_audio(state, i, span, audio)
             deadline_ms = 1000.0 * (spans[i + 1].duration_s if i + 1 < len(spans) else session.chunk_s)
             timing = advance(state.lag_ms, step.elapsed_ms() + carried, deadline_ms)

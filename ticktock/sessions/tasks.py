@@ -4,10 +4,10 @@ A task config names one or more session manifests, an optional filter on task ty
 tool executor (``_target_`` of a class with ``respond(call) -> str``). Example ``configs/task/fdb_v3.yaml``::
 
     name: fdb_v3
-    _target_: ticktock.tasks.ManifestTask
+    _target_: ticktock.sessions.tasks.ManifestTask
     manifest: ${ticktock_resource:manifests/ticktock-mini/manifest.jsonl}
     tasks: [fdb_v3]
-    tool_executor: {_target_: ticktock.mock_tools.MockToolExecutor}
+    tool_executor: {_target_: ticktock.world.mock_tools.MockToolExecutor}
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ticktock.injection import ToolCallInjector, ToolExecutor
-from ticktock.manifest import ManifestError, Session, load_manifest
+from ticktock.replay.injection import ToolCallInjector, ToolExecutor
+from ticktock.sessions.manifest import ManifestError, Session, load_manifest
 
 
 class ManifestTask:

@@ -26,11 +26,11 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from ticktock.adapters.checkpoint import check_weights
-from ticktock.audio import AudioError
+from ticktock.sessions.audio import AudioError
 from ticktock.errors import ConfigError
-from ticktock.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
-from ticktock.resources import register_resolver, resource_path
-from ticktock.shards import ShardPlan, ShardSpec
+from ticktock.sessions.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
+from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.shards import ShardPlan, ShardSpec
 
 register_resolver()
 
@@ -86,7 +86,7 @@ def check_run_options(cfg: DictConfig) -> None:
         >>> check_run_options(compose_run("ar", "fixture", None, ["limit.sessions=-1"]))
         Traceback (most recent call last):
         ...
-        ticktock.runner.RunOptionError: limit.sessions: must be null or an integer >= 1, got -1
+        ticktock.replay.runner.RunOptionError: limit.sessions: must be null or an integer >= 1, got -1
         >>> check_run_options(compose_run("ar", "fixture", None, ["seed=abc"]))
         Traceback (most recent call last):
         ...
@@ -116,7 +116,7 @@ def check_run_options(cfg: DictConfig) -> None:
 def _check_concurrency(cfg: DictConfig, clock, decoder) -> None:
     """``concurrency.*`` (``ConcurrencySettings``), the draft policy, a profile that can charge batched steps, and a
     decoder that does not wait for audio in its idle windows (a shared device schedules them)."""
-    from ticktock.concurrency import ConcurrencyError, ConcurrencySettings
+    from ticktock.replay.concurrency import ConcurrencyError, ConcurrencySettings
 
     settings = ConcurrencySettings.parse(cfg.get("concurrency"))
     build(cfg.draft_policy)
@@ -340,7 +340,7 @@ def chunk_stats(path: Path, clock: str) -> dict:
 def select_sessions(cfg: DictConfig, task) -> list:
     """The task's sessions after the limits; a missing audio file stops the run here unless skipped, and so does
     a ``duration_s`` that disagrees with its audio's header unless ``audio_duration=trust_audio``."""
-    from ticktock.audio import AudioError
+    from ticktock.sessions.audio import AudioError
 
     sessions = first_per_task(task.sessions(), cfg.limit.get("per_task"))[: cfg.limit.sessions]
     missing = [s for s in sessions if not s.audio_path.is_file()]
@@ -352,7 +352,7 @@ def select_sessions(cfg: DictConfig, task) -> list:
 
 def shard_sessions(cfg: DictConfig, sessions: list, ident: dict) -> tuple[list, dict]:
     """This job's sessions of a sharded run (``shard.index`` of ``shard.count``; all of them when unsharded) and
-    run.json's ``shard`` record (``ticktock.shards``). ``ident`` is the run's identity; its shard is left out of the
+    run.json's ``shard`` record (``ticktock.replay.shards``). ``ident`` is the run's identity; its shard is left out of the
     split id, which all shards share."""
     spec = ShardSpec.parse(cfg.get("shard"))
     chunks = {s.session_id: len(s.chunk_spans()[: cfg.limit.chunks]) for s in sessions}
@@ -363,7 +363,7 @@ def shard_sessions(cfg: DictConfig, sessions: list, ident: dict) -> tuple[list, 
 def build_engine(cfg: DictConfig, task):
     """The model adapter, decoder, clock and token selector of a run, wired into one replay engine."""
     from ticktock.decoders.selection import Sampling
-    from ticktock.engine import ReplayEngine
+    from ticktock.replay.engine import ReplayEngine
 
     adapter = build(cfg.model)
     decoder = build(cfg.decoder)
@@ -397,12 +397,12 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
     """Replay and write every session (with its input fingerprint); returns the sessions skipped for bad audio.
     ``heartbeat`` (a ``liveness.Heartbeat``) is offered a beat after every chunk and every session; ``noise`` (a
     ``clocks.noise.NoiseProbe``, wall-clock runs) measures before sessions and at the end. With
-    ``concurrency.sessions`` > 1 (or batching) the sessions share one device (``ticktock.concurrency``) and
-    ``device_stats`` (a dict, when given) receives what the device did (``ticktock.device.DeviceStats``)."""
+    ``concurrency.sessions`` > 1 (or batching) the sessions share one device (``ticktock.replay.concurrency``) and
+    ``device_stats`` (a dict, when given) receives what the device did (``ticktock.replay.device.DeviceStats``)."""
     from tqdm.auto import tqdm
 
-    from ticktock.audio import load_audio
-    from ticktock.concurrency import ConcurrencySettings
+    from ticktock.sessions.audio import load_audio
+    from ticktock.replay.concurrency import ConcurrencySettings
     from ticktock.results.fingerprint import session_fingerprint
     from ticktock.results.rows import chunk_rows, forward_rows, session_row
 
@@ -461,9 +461,9 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
 def concurrent_replay(cfg, engine, settings):
     """The run's sessions sharing one device: one engine per slot (a replica of the run's adapter, a decoder of
     its own), the run's clock and ``cfg.draft_policy``."""
-    from ticktock.concurrency import ConcurrentReplay
-    from ticktock.device import SharedDevice
-    from ticktock.engine import ReplayEngine
+    from ticktock.replay.concurrency import ConcurrentReplay
+    from ticktock.replay.device import SharedDevice
+    from ticktock.replay.engine import ReplayEngine
 
     engines = [ReplayEngine(engine.adapter.replica(), build(cfg.decoder), engine.clock, engine.sampling, engine.injector,
                             engine.max_chunks) for _ in range(settings.sessions)]

@@ -31,7 +31,7 @@ whose listed keys are type-checked when present. A reply action of ``expected.sc
 
 Example::
 
-    >>> from ticktock.resources import resource_path
+    >>> from ticktock.replay.resources import resource_path
     >>> sessions = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))
     >>> s = sessions[0]
     >>> [c.end_s for c in s.chunk_spans()][:3]
@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from ticktock.atomic import atomic_write
+from ticktock.results.atomic import atomic_write
 from ticktock.errors import InputDataError
 
 SCHEMA_VERSION = 1
@@ -362,7 +362,7 @@ def check_audio_durations(sessions: list[Session], policy: str = "check",
 
     Example::
 
-        >>> from ticktock.resources import resource_path
+        >>> from ticktock.replay.resources import resource_path
         >>> s = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))[0]
         >>> check_audio_durations([s])[0] is s              # within the tolerance: unchanged
         True
@@ -370,11 +370,11 @@ def check_audio_durations(sessions: list[Session], policy: str = "check",
         >>> check_audio_durations([too_long])
         Traceback (most recent call last):
         ...
-        ticktock.manifest.ManifestError: ...manifest.jsonl:1: session '...': duration_s is ... s but its audio ... lasts ... s (30.0 s longer than the audio; tolerance 0.1 s); fix duration_s or run with audio_duration=trust_audio
+        ticktock.sessions.manifest.ManifestError: ...manifest.jsonl:1: session '...': duration_s is ... s but its audio ... lasts ... s (30.0 s longer than the audio; tolerance 0.1 s); fix duration_s or run with audio_duration=trust_audio
         >>> abs(check_audio_durations([too_long], "trust_audio")[0].duration_s - s.duration_s) < 0.01
         True
     """
-    from ticktock.audio import AudioError, audio_header
+    from ticktock.sessions.audio import AudioError, audio_header
 
     if policy not in AUDIO_DURATION_POLICIES:
         raise ValueError(f"audio_duration: must be one of {', '.join(AUDIO_DURATION_POLICIES)}, got {policy!r}")

@@ -2,14 +2,14 @@
 
 Resampling uses soxr (a real band-limited resampler, VHQ quality), never sample dropping. Channels are
 averaged. Bad audio raises :class:`AudioError` naming the file. Audio that loads but is suspect is logged as a
-warning naming the file (logger ``ticktock.audio``): clipped (at least 0.1 % of a channel's samples at full
+warning naming the file (logger ``ticktock.sessions.audio``): clipped (at least 0.1 % of a channel's samples at full
 scale, as the corpus converters judge it) or samples far outside [-1, 1] (peak above 1.5: a float file
 holding unscaled integer PCM, say). ``audio_header`` reads only a file's header (length and rate), so every
-session's duration can be checked before any work (``ticktock.manifest.check_audio_durations``).
+session's duration can be checked before any work (``ticktock.sessions.manifest.check_audio_durations``).
 
 Example::
 
-    >>> from ticktock.resources import resource_path
+    >>> from ticktock.replay.resources import resource_path
     >>> audio = load_audio(resource_path("manifests/ticktock-mini/audio/alpaca_eval-eval-0-0000.flac"))
     >>> audio.dtype, audio.ndim
     (dtype('float32'), 1)
@@ -105,7 +105,7 @@ def audio_header(path: str | Path) -> tuple[float, int]:
 
     Example::
 
-        >>> from ticktock.resources import resource_path
+        >>> from ticktock.replay.resources import resource_path
         >>> duration, rate = audio_header(resource_path("manifests/ticktock-mini/audio/alpaca_eval-eval-0-0000.flac"))
         >>> rate, duration > 0
         (16000, True)

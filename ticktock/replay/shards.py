@@ -28,7 +28,7 @@ Example::
     >>> ShardSpec.parse({"index": 2, "count": 2})
     Traceback (most recent call last):
     ...
-    ticktock.shards.ShardError: shard.index: must be an integer from 0 to shard.count - 1 = 1, got 2
+    ticktock.replay.shards.ShardError: shard.index: must be an integer from 0 to shard.count - 1 = 1, got 2
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The run's sessions are taken in order, N at a time, keeping N live: when a session finishes, the next
 one takes its slot, so a run still covers the whole task. Every session has its own timeline: it starts
 at its slot's free time plus a stagger offset, and its chunk t arrives at ``start + end of chunk t``.
-All of them share one device (``ticktock.device.SharedDevice``): its scheduler orders their forwards,
+All of them share one device (``ticktock.replay.device.SharedDevice``): its scheduler orders their forwards,
 and the lag recursion of every session includes its waits for the device.
 
 Every slot has its own replay engine: a replica of the model adapter (same weights, its own KV cache and
@@ -27,8 +27,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from ticktock.audio import AudioError, chunk_samples
-from ticktock.device import SessionLane, SharedDevice
+from ticktock.sessions.audio import AudioError, chunk_samples
+from ticktock.replay.device import SessionLane, SharedDevice
 from ticktock.errors import ConfigError
 
 
@@ -45,11 +45,11 @@ class ConcurrencySettings:
         >>> ConcurrencySettings.parse({"sessions": 0})
         Traceback (most recent call last):
         ...
-        ticktock.concurrency.ConcurrencyError: concurrency.sessions: must be an integer >= 1, got 0
+        ticktock.replay.concurrency.ConcurrencyError: concurrency.sessions: must be an integer >= 1, got 0
         >>> ConcurrencySettings.parse({"sessions": 2, "stagger": "sometimes"})
         Traceback (most recent call last):
         ...
-        ticktock.concurrency.ConcurrencyError: concurrency.stagger: must be 'random' or a number of milliseconds >= 0, got 'sometimes'
+        ticktock.replay.concurrency.ConcurrencyError: concurrency.stagger: must be 'random' or a number of milliseconds >= 0, got 'sometimes'
     """
 
     sessions: int = 1
