@@ -1,6 +1,7 @@
 """Sessions sharing one device: hand-computed timelines, N = 1 equals a session alone, tokens never depend on N,
 batched steps, determinism, and a session that fails to load."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +191,35 @@ def test_wall_clock_sessions_run_really_batched_and_write_the_same_tokens(fixtur
     assert got == want
     assert device.stats.batched_steps > 0 and max(batched) == 3  # lockstep sessions: their forwards ran together
     assert 0 < device.stats.sessions_wall_ms <= device.stats.run_wall_ms  # disjoint intervals of the run
+
+
+def replay_within(seconds: float, **replay_kwargs):
+    """``replay_together`` in a thread of its own, given ``seconds`` to end: the error it raised, or a failure if it
+    did not end (the device's loop spinning forever, as it did on an infinite stagger)."""
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            outcome["traces"] = replay_together(**replay_kwargs)
+        except BaseException as err:  # handed back to the test
+            outcome["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"the shared device did not end within {seconds} s")
+    return outcome.get("error")
+
+
+@pytest.mark.parametrize("stagger", [float("inf"), float("nan"), 1e300])
+def test_a_start_time_the_device_cannot_reach_is_refused_never_looped_on(stagger):
+    from ticktock.replay.device import DeviceTimeError
+
+    error = replay_within(20.0, scripts=[{}, {}], clock=ModeledClock(CostProfile.constant(100.0)), stagger=stagger)
+    assert isinstance(error, DeviceTimeError)  # slot s starts at s x stagger ms: 0 x inf is nan, 1 x 1e300 too late
+    assert re.fullmatch(r"slot [01]: session start: device time (nan|inf|1e\+300) ms is not a finite number of "
+                        r"milliseconds from 0 to 1e\+13", str(error))
+

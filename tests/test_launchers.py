@@ -93,7 +93,7 @@ def test_a_missing_shard_is_refused_naming_it(shards, tmp_path):
     assert "3 of 4 shards (missing: 2), 3 complete" in runs_listing(runs)
     done = subprocess.run([sys.executable, "-m", "ticktock.tables", str(runs), "--out", str(tmp_path / "t")],
                           capture_output=True, text=True)
-    assert done.returncode == 2 and done.stderr.startswith("error: sharded run fixture/ar/modeled/ticktock_mini (split ")
+    assert done.returncode == 2 and done.stderr.startswith("ticktock: error: sharded run fixture/ar/modeled/ticktock_mini (split ")
 
 
 def test_overlapping_shards_are_refused_naming_both_folders(shards, tmp_path):

@@ -52,3 +52,23 @@ def test_job_count_is_two_on_the_modeled_clock_and_one_when_a_run_measures_time(
     for bad in ("0", "two", "-1"):
         with pytest.raises(ConfigError, match=f"--jobs: must be 'auto' or an integer >= 1, got '{bad}'"):
             main_job.job_count(bad, [modeled])
+
+
+def test_every_run_of_the_job_is_checked_before_any_is_replayed(tmp_path, capsys, monkeypatch):
+    import pytest
+
+    from ticktock import main_job
+
+    monkeypatch.delenv("TICKTOCK_DEBUG", raising=False)
+    cases = [("--temperatures", "-1", "run ar-T-1 (sampling.temperature=-1): sampling.temperature: must be 0 (greedy) or "
+                                      "a number from 0.01 to 100, got -1"),
+             ("--concurrency", "abc", "--concurrency: 'abc' is not an integer (values are separated by commas, e.g. 2,4)"),
+             ("--concurrency", "1", "--concurrency: each N must be an integer >= 2 (N = 1 is every decoder's own run), "
+                                    "got 1"),
+             ("--per-task", "-2", "--per-task: must be an integer >= 0 (0: every session), got -2")]
+    for option, value, message in cases:
+        with pytest.raises(SystemExit) as done:
+            main_job.main(["--out", str(tmp_path), "--model", "fixture", "--per-task", "1", "--decoders", "ar",
+                           "--temperatures", "", option, value])
+        assert (done.value.code, capsys.readouterr().err) == (2, f"ticktock: error: {message}\n")
+        assert not (tmp_path / "runs").exists()  # nothing replayed (AR used to run before -1 was refused)

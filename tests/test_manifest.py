@@ -134,3 +134,54 @@ def test_durations_within_the_tolerance_pass_unchanged_and_unreadable_audio_can_
     with pytest.raises(AudioError, match=r"s1.flac: cannot read audio header"):
         check_audio_durations(sessions)
     assert check_audio_durations(sessions, skip_unreadable=True) == sessions
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"chunk_s": 1e-7}, r"m.jsonl:2: field 'chunk_s': must be from 0.02 to 60 s, got 1e-07"),  # was a MemoryError
+    ({"chunk_s": 1e-5}, r"m.jsonl:2: field 'chunk_s': must be from 0.02 to 60 s, got 1e-05"),  # was accepted
+    ({"chunk_s": 600.0}, r"m.jsonl:2: field 'chunk_s': must be from 0.02 to 60 s, got 600.0"),
+    ({"first_chunk_s": 1e9}, r"m.jsonl:2: field 'first_chunk_s': must be from chunk_s \(1.0\) to 60 s, got 1000000000.0"),
+    ({"duration_s": 1e9}, r"m.jsonl:2: field 'duration_s': must be > 0 and at most 86400 s \(24 h\), got 1000000000.0"),
+    ({"duration_s": 10 ** 400}, r"m.jsonl:2: field 'duration_s': not a finite number: an integer beyond 1e300"),
+    ({"duration_s": 80_000.0, "chunk_s": 0.02},
+     r"m.jsonl:2: field 'duration_s': 80000.0 s in chunks of 0.02 s is 4000000 chunks; at most 200000 per session"),
+    ({"audio": ""}, r"m.jsonl:2: field 'audio': must be a file path, got ''"),
+    ({"audio": "a\u0000.flac"}, r"m.jsonl:2: field 'audio': must be a file path"),
+    ({"turns": [{"speaker": "user", "start_s": 0, "end_s": 1, "words": [{"text": "a", "start_s": 10 ** 400, "end_s": 1}]}]},
+     r"m.jsonl:2: field 'turns\[0\].words\[0\]': needs text, start_s, end_s"),
+])
+def test_absurd_values_are_refused_naming_file_line_and_field(tmp_path, change, message):
+    with pytest.raises(ManifestError, match=message):
+        load_manifest(write(tmp_path, good_line(session_id="first"), good_line(**change)))
+
+
+def test_the_range_edges_load(tmp_path):
+    short, long, most = load_manifest(write(
+        tmp_path, good_line(chunk_s=0.02, duration_s=0.1, turns=[]), good_line(session_id="b", chunk_s=60.0, first_chunk_s=60.0,
+                                                                     duration_s=86_400.0),
+        good_line(session_id="c", chunk_s=0.03125, duration_s=6250.0)))  # 200000 chunks of 1/32 s
+    assert len(short.chunk_spans()) == 5 and len(long.chunk_spans()) == 1440
+    with pytest.raises(ManifestError, match="is 200001 chunks; at most 200000 per session"):
+        load_manifest(write(tmp_path, good_line(chunk_s=0.03125, duration_s=6250.01)))
+
+
+@pytest.mark.parametrize("raw, message", [
+    (b'{"session_id": "caf\xe9"}', r"m.jsonl:2: not UTF-8 text \(byte 0xe9 at column 20\)"),
+    (b"[" * 200_000 + b"]" * 200_000, r"m.jsonl:2: not a session \(JSON nested too deeply\)"),
+    (b'{"duration_s": ' + b"9" * 5000 + b"}", r"m.jsonl:2: not valid JSON \(Exceeds the limit"),
+    (b"[1, 2]", r"m.jsonl:2: expected a JSON object, got list"),
+])
+def test_unreadable_lines_are_one_error_naming_file_and_line(tmp_path, raw, message):
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(json.dumps(good_line()).encode() + b"\n" + raw + b"\n")
+    with pytest.raises(ManifestError, match=message):
+        load_manifest(path)
+
+
+def test_user_speaking_chunks_of_a_long_session_with_many_words_are_found_in_one_pass(tmp_path):
+    words = [{"text": "w", "start_s": 0.2 + 4.0 * i, "end_s": 1.5 + 4.0 * i} for i in range(10_000)]
+    turn = {"speaker": "user", "role": "statement", "text": "", "start_s": 0.2, "end_s": 39_997.5, "words": words}
+    (session,) = load_manifest(write(tmp_path, good_line(duration_s=40_000.0, turns=[turn])))
+    spans = session.chunk_spans()  # 40k chunks x 10k words: the pairwise check took minutes
+    assert len(spans) == 40_000 and [s.user_speaking for s in spans[:5]] == [True, True, False, False, True]
+    assert sum(s.user_speaking for s in spans) == 20_000

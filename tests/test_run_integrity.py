@@ -152,7 +152,7 @@ def test_a_run_killed_hard_is_listed_and_tabled_as_interrupted_then_resumed(tmp_
     out = tmp_path / "tables"
     assert tables_main([str(run_dir), "--out", str(out), "--format", "md"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: {run_dir}/run.json: interrupted run (status still "
+    assert err.count("\n") == 1 and err.startswith(f"ticktock: error: {run_dir}/run.json: interrupted run (status still "
                                                    f"'running', but its process (pid {proc.pid} on host "), err
     assert f"{done} of 4 sessions done); rerun it into {run_dir} to resume it, or pass --allow-interrupted" in err
     assert tables_main([str(run_dir), "--out", str(out), "--format", "md", "--allow-interrupted"]) == 0
@@ -167,3 +167,54 @@ def test_a_run_killed_hard_is_listed_and_tabled_as_interrupted_then_resumed(tmp_
     assert meta["status"] == "complete" and meta["heartbeat"]["sessions_done"] == 4
     assert runs_main([str(run_dir)]) == 0
     assert capsys.readouterr().out.splitlines()[1].split()[3:5] == ["complete", "4/4"]
+
+
+def replay_in_process(manifest, run_dir, *overrides):
+    """One ``ticktock.run`` of AR on the fixture model in this process (2 chunks per session)."""
+    from ticktock.replay.runner import compose_run, run
+
+    cfg = compose_run("ar", "fixture", None, [f"task.manifest={manifest}", "task.tool_executor=null", "limit.chunks=2",
+                                              *overrides])
+    return run(cfg, run_dir)
+
+
+def test_a_cost_profile_edited_between_a_kill_and_a_resume_replays_the_sessions_it_charged(tmp_path, small_manifest,
+                                                                                          capsys):
+    """Today: session 0 kept at the old profile's costs, the others at the new one's, in one run, without a word."""
+    import yaml
+
+    from ticktock.replay.resources import resource_path
+
+    profile = tmp_path / "profile.yaml"
+    shutil.copy(resource_path("configs/profiles/a100-8b-derived.yaml"), profile)
+    options = (f"clock.profile={profile}",)
+    run_dir = tmp_path / "run"
+    replay_in_process(small_manifest, run_dir, "limit.sessions=1", *options)  # stopped after its first session
+    before = pq.read_table(run_dir / "chunks.parquet").column("post_audio_ms").to_pylist()
+    data = yaml.safe_load(profile.read_text())
+    data["forward_ms"] = [[cost / 4 for cost in row] for row in data["forward_ms"]]  # a quarter of the cost
+    profile.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    replay_in_process(small_manifest, run_dir, "limit.sessions=2", *options)  # the resume
+    assert "resume: session s0: cost profile changed since its results were written; replaying it" in \
+        capsys.readouterr().err
+    meta = json.loads((run_dir / "run.json").read_text())
+    sessions = pq.read_table(run_dir / "sessions.parquet").to_pylist()
+    assert {s["profile_sha256"] for s in sessions} == {meta["clock"]["profile_sha256"]} and len(sessions) == 2
+
+    fresh = tmp_path / "fresh"  # the same sessions replayed from scratch on the edited profile: the same figures
+    replay_in_process(small_manifest, fresh, "limit.sessions=2", *options)
+    costs = [sorted((c["session_id"], c["chunk_index"], c["post_audio_ms"]) for c in
+                    pq.read_table(folder / "chunks.parquet").to_pylist()) for folder in (run_dir, fresh)]
+    assert costs[0] == costs[1] and [ms for s, _, ms in costs[0] if s == "s0"] != before
+
+
+def test_shared_device_covers_every_invocation_of_a_resumed_run(tmp_path, small_manifest):
+    run_dir = tmp_path / "run"
+    replay_in_process(small_manifest, run_dir, "concurrency.sessions=2", "limit.sessions=2")
+    first = json.loads((run_dir / "run.json").read_text())["shared_device"]
+    replay_in_process(small_manifest, run_dir, "concurrency.sessions=2", "limit.sessions=3")  # resumed: 1 more session
+    device = json.loads((run_dir / "run.json").read_text())["shared_device"]
+    assert len(device["invocations"]) == 2 and device["invocations"][0] == first["invocations"][0]
+    assert device["steps"] == sum(i["steps"] for i in device["invocations"]) > first["steps"] > 0
+    assert device["post_audio_steps"] == sum(i["post_audio_steps"] for i in device["invocations"])

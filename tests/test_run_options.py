@@ -10,6 +10,9 @@ from ticktock.sessions.manifest import ManifestError
 from ticktock.replay.runner import RunOptionError, check_run_options, compose_run, run
 
 
+STAGGER = "concurrency.stagger: must be 'random' or a number of milliseconds from 0 to 3600000 (one hour)"
+
+
 def config(manifest, *overrides, decoder="ar"):
     return compose_run(decoder, "fixture", None, [f"task.manifest={manifest}", "task.tool_executor=null", *overrides])
 
@@ -22,7 +25,9 @@ def config(manifest, *overrides, decoder="ar"):
     ("seed=abc", "seed: must be an integer, got 'abc'"),
     ("seed=1.5", "seed: must be an integer, got 1.5"),
     ("sampling.top_k=-5", "sampling.top_k: must be an integer >= 0 (0: off), got -5"),
-    ("sampling.temperature=-1", "sampling.temperature: must be a number >= 0, got -1"),
+    ("sampling.temperature=-1", "sampling.temperature: must be 0 (greedy) or a number from 0.01 to 100, got -1"),
+    ("sampling.temperature=1e-300", "sampling.temperature: must be 0 (greedy) or a number from 0.01 to 100, got 1e-300"),
+    ("sampling.temperature=inf", "sampling.temperature: must be 0 (greedy) or a number from 0.01 to 100, got inf"),
     ("sampling.top_p=2", "sampling.top_p: must be in (0, 1], got 2"),
     ("+sampling.min_p=0.1", "sampling.min_p: unknown setting (known: temperature, top_k, top_p)"),
     ("overwrite=yes", "overwrite: must be true or false, got 'yes'"),
@@ -31,12 +36,29 @@ def config(manifest, *overrides, decoder="ar"):
     ("audio_duration=maybe", "audio_duration: must be one of check, trust_audio, got 'maybe'"),
     ("timing_noise.repeats=-1", "timing_noise.repeats: must be an integer >= 0 (0: no probe), got -1"),
     ("timing_noise.every=0", "timing_noise.every: must be an integer >= 1, got 0"),
-    ("timing_noise.max_spread=0.5", "timing_noise.max_spread: must be a number >= 1 (slowest / fastest probe), got 0.5"),
+    ("timing_noise.max_spread=0.5", "timing_noise.max_spread: must be a number from 1 to 100 (slowest / fastest probe), got 0.5"),
+    ("timing_noise.max_spread=nan", "timing_noise.max_spread: must be a number from 1 to 100 (slowest / fastest probe), got nan"),
     ("decoder.num_pred=0", "decoder.num_pred: must be an integer >= 1, got 0"),
-    ("concurrency.sessions=0", "concurrency.sessions: must be an integer >= 1, got 0"),
+    ("concurrency.sessions=0", "concurrency.sessions: must be an integer from 1 to 1024, got 0"),
+    ("concurrency.sessions=100000000", "concurrency.sessions: must be an integer from 1 to 1024, got 100000000"),
     ("concurrency.batching=sometimes", "concurrency.batching: must be true or false, got 'sometimes'"),
     ("concurrency.max_batch=1", "concurrency.max_batch: must be null (all waiting sessions) or an integer >= 2, got 1"),
-    ("concurrency.stagger=-5", "concurrency.stagger: must be 'random' or a number of milliseconds >= 0, got -5"),
+    ("concurrency.stagger=-5", f"{STAGGER}, got -5"),
+    ("concurrency.stagger=inf", f"{STAGGER}, got inf"),  # hung the shared device's loop
+    ("concurrency.stagger=1e300", f"{STAGGER}, got 1e+300"),  # every post-audio time was 0.0 (float precision)
+    ("concurrency.stagger=nan", f"{STAGGER}, got nan"),
+    ("draft_policy.speech_dbfs=nan", "draft_policy.speech_dbfs: must be a number of dB full scale from -200 to 0, got nan"),
+    ("draft_policy.speech_dbfs=20", "draft_policy.speech_dbfs: must be a number of dB full scale from -200 to 0, got 20"),
+    ("+draft_policy.speed=2", "draft_policy.speed: unknown setting of ticktock.scheduling.expected_savings.ExpectedSavings "
+                              "(known: speech_dbfs, name)"),
+    ("draft_policy._target_=nope.Nope", "draft_policy._target_: cannot import 'nope.Nope' (no module named 'nope')"),
+    ("decoder._target_=ticktock.decoders.ar.Nope",
+     "decoder._target_: cannot import 'ticktock.decoders.ar.Nope' (ticktock.decoders.ar has no attribute 'Nope')"),
+    ("+clock.speed=2", "clock.speed: unknown setting of ticktock.clocks.modeled.ModeledClock (known: profile, synchronize)"),
+    ("+decoder.prefill_every_ms=1e300", "decoder.prefill_every_ms: must be a number from 1.0 to 60000.0, got 1e+300"),
+    ("+model.context_evict_to=nan", "model.context_evict_to: must be a number between 0 and 1 (the share of the context "
+                                   "kept after an eviction), got nan"),
+    ("+model.context_limit=0", "model.context_limit: must be null (the model's own) or an integer >= 1, got 0"),
     ("+concurrency.gpus=2", "concurrency.gpus: unknown setting (known: sessions, batching, max_batch, stagger)"),
     ("concurrency.batching=true clock=free",
      "concurrency.batching: the cost profile free has no batch dimension (batch_sizes, batch_factor); measure one with "
@@ -60,7 +82,7 @@ def test_a_bad_option_stops_the_run_before_any_work(tmp_path, small_manifest, mo
 def test_a_bad_cost_profile_stops_the_run_naming_file_and_line(tmp_path, small_manifest):
     profile = tmp_path / "neg.yaml"
     profile.write_text("name: n\nquery_tokens: [1]\ncontext_tokens: [0]\nforward_ms:\n- [-100.0]\n")
-    with pytest.raises(ConfigError, match=r"neg.yaml:5: field 'forward_ms\[0\]\[0\]': must be a finite number >= 0"):
+    with pytest.raises(ConfigError, match=r"neg.yaml:5: field 'forward_ms\[0\]\[0\]': must be a finite number of milliseconds from 0 to 3600000"):
         run(config(small_manifest, f"clock.profile={profile}"), tmp_path / "run")
 
 

@@ -52,8 +52,8 @@ def test_the_ticktock_command_has_runs_and_errors_are_one_line(tmp_path):
     listed = ticktock("runs", str(tmp_path))
     assert listed.returncode == 0 and "fixture-ar-r" in listed.stdout
     missing = ticktock("runs", str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and missing.stderr == f"error: {tmp_path / 'nowhere'}: no such folder\n"
+    assert missing.returncode == 2 and missing.stderr == f"ticktock: error: {tmp_path / 'nowhere'}: no such folder\n"
     (tmp_path / "empty").mkdir()
     empty = ticktock("runs", str(tmp_path / "empty"))
     assert empty.returncode == 2
-    assert empty.stderr == f"error: {tmp_path / 'empty'}: no runs found (a run folder holds run.json)\n"
+    assert empty.stderr == f"ticktock: error: {tmp_path / 'empty'}: no runs found (a run folder holds run.json)\n"

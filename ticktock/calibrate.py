@@ -20,6 +20,7 @@ measures the full-size shapes with random weights: no download is needed to make
 
 from __future__ import annotations
 
+import sys
 import statistics
 import time
 from dataclasses import replace
@@ -157,4 +158,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from ticktock.errors import user_errors
+    from ticktock.plugins import register_selected
+
+    with user_errors():  # plug-ins selected by name (ticktock.plugins) are registered before Hydra composes
+        register_selected(sys.argv[1:])
     main()

@@ -24,9 +24,11 @@ COMMANDS = {
     "judge": ("ticktock.judge", "grade every reply of result folders with a local judge model (quality table)"),
     "runs": ("ticktock.runs", "list the runs under a folder: status, sessions done, last heartbeat"),
     "probe": ("ticktock.probe", "oracle probe: how often the next chunk's audio changes the output"),
+    "certify": ("ticktock.certify", "prove a decoder lossless and honestly counted, or a model adapter exact"),
     "calibrate": ("ticktock.calibrate", "measure a cost profile for the modeled clock on this device"),
     "synth": ("ticktock.corpus.synth", "generate a spoken session corpus (eSpeak NG)"),
     "convert": ("ticktock.corpus.convert", "convert a published dataset (local copy) into a manifest"),
+    "bench": ("ticktock.corpus.bench", "TickTock-Bench as a Hugging Face dataset: fetch its sources, build, export"),
     "augment": ("ticktock.corpus.augment", "an augmented copy of a corpus (speed, pitch, room, band, noise, pauses)"),
     "train": ("ticktock.embedded.train", "train the embedded model"),
     "evaluate": ("ticktock.embedded.evaluate", "the embedded model's quality gates"),
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         with user_errors():  # expected errors of any command: one line and their exit code (ticktock.errors)
             runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as done:
+        if isinstance(done.code, str):  # sys.exit("message"): Python prints it only when the process ends with it
+            print(done.code, file=sys.stderr)
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     return 0
 

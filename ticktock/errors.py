@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import os
+import reprlib
 import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -101,6 +102,25 @@ def one_line(err: BaseException) -> str:
     'a.yaml:3:1: not valid YAML; (mapping values are not allowed here)'
     """
     return "; ".join(part.strip() for part in str(err).splitlines() if part.strip()) or type(err).__name__
+
+
+def shown(value) -> str:
+    """A value as an error message shows it: its ``repr`` with nesting, long lists and long texts cut short, so that
+    no input (a 900-level list, a megabyte string) makes the message long, or deep to build.
+
+    >>> shown(2.5), shown(float("nan")), shown([[[[[1]]]]]), shown("x" * 100)
+    ('2.5', 'nan', '[[[[...]]]]', "'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx'")
+    """
+    return _SHORT.repr(value)
+
+
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother, short.maxlist, short.maxdict = 3, 40, 40, 6, 4
+    return short
+
+
+_SHORT = _short_repr()
 
 
 def _safely(describe: Callable[[], str]) -> str:

@@ -35,7 +35,7 @@ from omegaconf import DictConfig
 from ticktock.errors import one_line, user_errors
 from ticktock.judges.base import Judge, JudgeError, Reply, Verdict
 from ticktock.judges.replies import run_replies
-from ticktock.judges.store import judgement_path, read_judgements, verdict_rows, write_judgements
+from ticktock.judges.store import check_judge_name, judgement_path, read_judgements, verdict_rows, write_judgements
 from ticktock.replay.resources import register_resolver, resource_path
 
 INTERRUPTED = "the verdicts stored so far are kept in each run's judgements/ folder; the same command resumes"
@@ -89,7 +89,10 @@ def compose_judge(overrides: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    from ticktock.plugins import register_selected
+
     register_resolver()
+    register_selected(overrides)
     with initialize_config_dir(config_dir=str(resource_path("configs")), version_base=None):
         try:
             return compose("judge", overrides=overrides)
@@ -148,6 +151,7 @@ def read_runs(results: list[str], allow_interrupted: bool) -> list:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     judge = build_judge(compose_judge(args.overrides))
+    check_judge_name(judge.name)  # it names a file in every run folder: never a path
     reason = judge.unavailable()
     if reason:
         raise JudgeError(reason)

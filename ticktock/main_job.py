@@ -32,8 +32,17 @@ import time
 from pathlib import Path
 
 from ticktock.decoders import DECODERS
-from ticktock.errors import ConfigError, user_errors
-from ticktock.replay.runner import compose_run, interrupted_note, run
+from ticktock.errors import ConfigError, TickTockError, one_line, user_errors
+from ticktock.replay.runner import check_run_options, compose_run, interrupted_note, run
+
+
+class JobPlanError(TickTockError):
+    """One of the job's runs cannot run as asked; the message names the run and its options, and the exit code
+    is that of the underlying error (2 for an option, 3 for input data, ...)."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def main(argv=None) -> int:
@@ -64,18 +73,8 @@ def run_all(args: argparse.Namespace) -> int:
     from ticktock.tables.load import load_results
 
     out = Path(args.out)
-    per_task = args.per_task or None
     began = time.time()
-    jobs = [(decoder, []) for decoder in args.decoders.split(",")]
-    for temperature in filter(None, args.temperatures.split(",")):
-        jobs += [(decoder, [f"sampling.temperature={temperature}"]) for decoder in ("ar", "speclisten")]
-    for n in filter(None, args.concurrency.split(",")):
-        jobs += [(decoder, [f"concurrency.sessions={n}"]) for decoder in ("ar", "speclisten_plus")]
-    plans = []
-    for decoder, extra in jobs:
-        cfg = compose_run(decoder, args.model, per_task, [*extra, *args.overrides])
-        suffix = _suffix(cfg) if extra else ""
-        plans.append((cfg, out / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{suffix}"))
+    plans = plan_runs(args)
     for line in run_plans(plans, job_count(args.jobs, [cfg for cfg, _ in plans])):
         print(line, flush=True)
     runs = load_results([out / "runs"])
@@ -83,6 +82,55 @@ def run_all(args: argparse.Namespace) -> int:
     report = build_report(runs, out / "report")
     print(f"\nreport: {report}  ({(time.time() - began) / 60:.1f} min)")
     return 0
+
+
+def plan_runs(args: argparse.Namespace) -> list:
+    """Every run of the job as (config, run folder), each composed and checked (``check_run_options``) before any
+    is replayed: a bad option of any run stops the job before its first replay, naming the run.
+
+    Example: ``--temperatures -1`` stops with ``ticktock: error: run ar-T-1 (sampling.temperature=-1):
+    sampling.temperature: must be 0 (greedy) or a number from 0.01 to 100, got -1``, AR not replayed."""
+    if args.per_task < 0:
+        raise ConfigError(f"--per-task: must be an integer >= 0 (0: every session), got {args.per_task}")
+    jobs = [(decoder, []) for decoder in listed("--decoders", args.decoders, str)]
+    for temperature in listed("--temperatures", args.temperatures, float):
+        jobs += [(decoder, [f"sampling.temperature={temperature}"]) for decoder in ("ar", "speclisten")]
+    for n in listed("--concurrency", args.concurrency, int):
+        if n < 2:
+            raise ConfigError(f"--concurrency: each N must be an integer >= 2 (N = 1 is every decoder's own run), got {n}")
+        jobs += [(decoder, [f"concurrency.sessions={n}"]) for decoder in ("ar", "speclisten_plus")]
+    plans = []
+    for decoder, extra in jobs:
+        try:
+            cfg = compose_run(decoder, args.model, args.per_task or None, [*extra, *args.overrides])
+            check_run_options(cfg)
+        except TickTockError as err:
+            name = f"{decoder}{_suffix_of(extra)}" + (f" ({' '.join(extra)})" if extra else "")
+            raise JobPlanError(f"run {name}: {one_line(err)}", err.exit_code) from None
+        plans.append((cfg, Path(args.out) / "runs" / f"{cfg.model.name}-{cfg.clock.name}-{decoder}{_suffix_of(extra)}"))
+    return plans
+
+
+def listed(option: str, text: str, kind: type) -> list:
+    """The comma-separated values of a command-line option, each read as ``kind`` ('' for none).
+
+    >>> listed("--concurrency", "2,4", int), listed("--temperatures", "", float)
+    ([2, 4], [])
+    >>> listed("--concurrency", "abc", int)
+    Traceback (most recent call last):
+    ...
+    ticktock.errors.ConfigError: --concurrency: 'abc' is not an integer (values are separated by commas, e.g. 2,4)
+    """
+    what = {int: "an integer", float: "a number", str: "a name"}[kind]
+    values = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            value = kind(item)
+        except ValueError:
+            raise ConfigError(f"{option}: {item!r} is not {what} (values are separated by commas, e.g. "
+                              f"{ {int: '2,4', float: '0.3,1.0', str: 'ar,pld'}[kind]})") from None
+        values.append(int(value) if kind is float and value.is_integer() and "." not in item else value)
+    return values
 
 
 def job_count(text: str, configs: list) -> int:
@@ -132,11 +180,16 @@ def _run_line(cfg, run_dir: Path, threads: int) -> str:
     return run(cfg, run_dir).line()
 
 
-def _suffix(cfg) -> str:
-    """The run folder's suffix for a job beyond the decoder's plain run: ``-T0.3``, ``-N4``."""
-    if cfg.concurrency.sessions > 1:
-        return f"-N{cfg.concurrency.sessions}"
-    return f"-T{cfg.sampling.temperature}"
+def _suffix_of(extra: list[str]) -> str:
+    """The run folder's suffix for a run beyond the decoder's plain run, from its extra override: ``-T0.3``, ``-N4``.
+
+    >>> _suffix_of([]), _suffix_of(["sampling.temperature=0.3"]), _suffix_of(["concurrency.sessions=4"])
+    ('', '-T0.3', '-N4')
+    """
+    if not extra:
+        return ""
+    key, _, value = extra[0].partition("=")
+    return f"-{'N' if key == 'concurrency.sessions' else 'T'}{value}"
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
@@ -59,4 +60,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from ticktock.errors import user_errors
+    from ticktock.plugins import register_selected
+
+    with user_errors():  # plug-ins selected by name (ticktock.plugins) are registered before Hydra composes
+        register_selected(sys.argv[1:])
     main()

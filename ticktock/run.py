@@ -11,17 +11,20 @@ Each run writes chunks/sessions/forwards parquet tables and run.json into its Hy
 (``ticktock.results.writer``) and prints a one-line summary. The run itself is ``ticktock.replay.runner.run``.
 An expected error (a bad option, manifest line, audio file or profile; a run-folder clash) prints one line
 ``ticktock: error: ...`` and exits with its code; Ctrl-C says how many sessions were kept and exits 130
-(``ticktock.errors``; ``TICKTOCK_DEBUG=1`` shows tracebacks).
+(``ticktock.errors``; ``TICKTOCK_DEBUG=1`` shows tracebacks). A sweep (``-m``) checks every job's options before it
+launches any, and a job that fails does not stop the others (``ticktock.replay.sweeps``).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
 from ticktock.errors import user_errors
+from ticktock.plugins import register_selected
 from ticktock.replay.resources import register_resolver, resource_path
 from ticktock.replay.runner import interrupted_note, run
 
@@ -32,12 +35,15 @@ register_resolver()
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
+    from ticktock.replay.sweeps import job_errors
+
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     with user_errors(interrupted=lambda: interrupted_note([run_dir])):  # inside Hydra: it would print a traceback
-        summary = run(cfg, run_dir)
-    print(summary.line())
+        with job_errors(HydraConfig.get()):  # in a sweep: one line, and the other jobs go on
+            print(run(cfg, run_dir).line())
 
 
 if __name__ == "__main__":
-    with user_errors():  # Ctrl-C while Hydra starts up
+    with user_errors():  # Ctrl-C while Hydra starts up; plug-ins selected by name (ticktock.plugins), before Hydra
+        register_selected(sys.argv[1:])
         main()

@@ -4,9 +4,10 @@ Columns: run id; model/decoder/clock/task; shard (``2/4``: shard 2 of a run spli
 run); status (complete, running, interrupted, failed: read from run.json and the run's heartbeat,
 ``ticktock.results.liveness``); sessions done / total (completed per-session parts); the last heartbeat and how
 long ago it was. Below the table, one line per sharded run: its shards present and missing, how many are in
-each state, and its sessions done of the whole split (``ticktock.replay.shards``). A run folder whose run.json cannot be read is listed as
-"unreadable" with the reason. Reads only run.json and file names (no parquet, no torch); exits 2 with one line
-when a folder does not exist or holds no runs.
+each state, and its sessions done of the whole split (``ticktock.replay.shards``). A run folder whose run.json cannot be read,
+or is not of a run.json's shape (``ticktock.results.runjson``: a list, a missing key, a value of the wrong kind),
+is listed as "unreadable" with the reason. Reads only run.json and file names (no parquet, no torch); exits 2 with
+one line (``ticktock: error: ...``) when a folder does not exist or holds no runs.
 
 Example::
 
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 from ticktock.results.liveness import run_state
+from ticktock.results.runjson import shape_problem
 
 COLUMNS = {"run": "run", "what": "model/decoder/clock/task", "shard": "shard", "status": "status",
            "sessions": "sessions", "heartbeat": "last heartbeat", "path": "path"}
@@ -53,16 +55,18 @@ def describe(path: Path, now: float | None = None) -> dict:
     """One row: what the run is and where it stands."""
     now = time.time() if now is None else now
     try:
-        meta = json.loads((path / "run.json").read_text())
+        meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
         mtime = (path / "run.json").stat().st_mtime
-        config = meta["config"]
-        names = [config[k]["name"] if isinstance(config.get(k), dict) else "?" for k in ("model", "decoder", "clock", "task")]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
-        reason = f"unreadable: {type(err).__name__}: {err}".splitlines()[0]
-        return {"run": path.name, "what": "?", "shard": "?", "status": reason, "sessions": "?", "heartbeat": "?",
-                "path": str(path), "meta": None}
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        return unreadable(path, f"{type(err).__name__}: {err}")
+    problem = shape_problem(meta)
+    if problem:
+        return unreadable(path, f"run.json {problem}")
+    config = meta["config"]
+    names = [(config.get(k) or {}).get("name") or "?" for k in ("model", "decoder", "clock", "task")]
     beat = meta.get("heartbeat") or {}
-    updated = beat.get("updated", mtime)
+    updated = beat.get("updated")
+    updated = mtime if updated is None else updated
     done = len(list((path / "parts").glob("*.sessions.parquet")))
     shard = meta.get("shard") or {}
     return {"run": meta.get("run_id", path.name), "what": "/".join(map(str, names)),
@@ -70,6 +74,13 @@ def describe(path: Path, now: float | None = None) -> dict:
             "status": run_state(meta, mtime, now), "sessions": f"{done}/{meta.get('sessions_total', '?')}",
             "heartbeat": f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(updated))} ({ago(max(0.0, now - updated))})",
             "path": str(path), "meta": meta, "done": done}
+
+
+def unreadable(path: Path, reason: str) -> dict:
+    """The row of a run folder whose run.json cannot be used: the reason, on one line, as its status."""
+    line = " ".join(str(reason).split())
+    return {"run": path.name, "what": "?", "shard": "?", "status": f"unreadable: {line[:200]}", "sessions": "?",
+            "heartbeat": "?", "path": str(path), "meta": None}
 
 
 def split_lines(rows: list[dict]) -> list[str]:
@@ -95,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for folder in args.folders:
         if not folder.is_dir():
-            print(f"error: {folder}: no such folder", file=sys.stderr)
+            print(f"ticktock: error: {folder}: no such folder", file=sys.stderr)
             return 2
         found = run_folders(folder)
         if not found:
-            print(f"error: {folder}: no runs found (a run folder holds run.json)", file=sys.stderr)
+            print(f"ticktock: error: {folder}: no runs found (a run folder holds run.json)", file=sys.stderr)
             return 2
         rows += [describe(path) for path in found]
     print(format_rows(rows))

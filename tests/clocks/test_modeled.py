@@ -53,14 +53,19 @@ GOOD = "name: x\nencode_ms: 5.0\nquery_tokens: [1, 4]\ncontext_tokens: [0, 100]\
 
 
 @pytest.mark.parametrize("old, new, message", [
-    ("- [3.0, 4.0]", "- [3.0, -100.0]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': must be a finite number >= 0 \(milliseconds\), got -100.0"),
-    ("- [3.0, 4.0]", "- [3.0, .nan]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': must be a finite number >= 0 \(milliseconds\), got nan"),
-    ("- [1.0, 2.0]", "- [1.0, fast]", r"p.yaml:6: field 'forward_ms\[0\]\[1\]': must be a finite number >= 0 \(milliseconds\), got 'fast'"),
-    ("encode_ms: 5.0", "encode_ms: -1", r"p.yaml:2: field 'encode_ms': must be a finite number >= 0 \(milliseconds\), got -1"),
+    ("- [3.0, 4.0]", "- [3.0, -100.0]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': must be a finite number of milliseconds from 0 to 3600000 \(one hour\), got -100.0"),
+    ("- [3.0, 4.0]", "- [3.0, .nan]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': must be a finite number of milliseconds from 0 to 3600000 \(one hour\), got nan"),
+    ("- [1.0, 2.0]", "- [1.0, fast]", r"p.yaml:6: field 'forward_ms\[0\]\[1\]': must be a finite number of milliseconds from 0 to 3600000 \(one hour\), got 'fast'"),
+    ("encode_ms: 5.0", "encode_ms: -1", r"p.yaml:2: field 'encode_ms': must be a finite number of milliseconds from 0 to 3600000 \(one hour\), got -1"),
     ("- [3.0, 4.0]", "- [3.0]", r"p.yaml:7: field 'forward_ms\[1\]': must be a row of 2 values \(one per context_tokens value\), got 1 values"),
-    ("query_tokens: [1, 4]", "query_tokens: [1, 2.5]", r"p.yaml:3: field 'query_tokens\[1\]': must be an integer >= 1, got 2.5"),
-    ("context_tokens: [0, 100]", "context_tokens: [-8, 100]", r"p.yaml:4: field 'context_tokens\[0\]': must be an integer >= 0, got -8"),
+    ("query_tokens: [1, 4]", "query_tokens: [1, 2.5]", r"p.yaml:3: field 'query_tokens\[1\]': must be an integer from 1 to 100000000, got 2.5"),
+    ("context_tokens: [0, 100]", "context_tokens: [-8, 100]", r"p.yaml:4: field 'context_tokens\[0\]': must be an integer from 0 to 100000000, got -8"),
     ("query_tokens: [1, 4]", "query_tokens: [1, 4", r"p.yaml:4:15: not valid YAML \(expected ',' or '\]', but got ':'\)"),
+    ("- [3.0, 4.0]", "- [3.0, 1.0e+300]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': must be a finite number of milliseconds from 0 to 3600000 \(one hour\), got 1e\+300"),
+    ("context_tokens: [0, 100]", "context_tokens: [0, 1000000000000000000000000]", r"p.yaml:4: field 'context_tokens\[1\]': must be an integer from 0 to 100000000"),
+    ("encode_ms: 5.0", "encode_ms: 5.0\nencode_fixd_ms: 2.0", r"p.yaml:3: field 'encode_fixd_ms': unknown field \(did you mean 'encode_fixed_ms'\?\)"),
+    ("name: x", "name: x\nspeed: fast", r"p.yaml:2: field 'speed': unknown field \(known: name, model, device, provenance, encode_ms, "),
+    ("name: x", "name: [x, y]", r"p.yaml:1: field 'name': must be text, got list"),
 ])
 def test_every_cost_profile_value_is_checked_naming_file_line_and_field(tmp_path, old, new, message):
     path = tmp_path / "p.yaml"
@@ -72,9 +77,9 @@ def test_every_cost_profile_value_is_checked_naming_file_line_and_field(tmp_path
 
 
 def test_profiles_built_in_code_are_checked_too():
-    with pytest.raises(ProfileError, match=r"profile p: field 'forward_ms\[0\]\[0\]': must be a finite number >= 0"):
+    with pytest.raises(ProfileError, match=r"profile p: field 'forward_ms\[0\]\[0\]': must be a finite number of milliseconds from 0 to 3600000"):
         CostProfile("p", [1], [0], [[-100.0]])
-    with pytest.raises(ProfileError, match=r"profile c: field 'encode_ms': must be a finite number >= 0"):
+    with pytest.raises(ProfileError, match=r"profile c: field 'encode_ms': must be a finite number of milliseconds from 0 to 3600000"):
         CostProfile("c", [1], [0], [[1.0]], encode_ms=float("inf"))
 
 
@@ -94,3 +99,14 @@ def test_a_stopwatch_lets_time_pass_without_work():
     watch.charge_forward(1, 0, wall_ms=0.1)
     watch.wait(130.0)
     assert watch.elapsed_ms() == 150.0 and watch.waited_ms == 130.0
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD.encode().replace(b"encode_ms", b"enc\xffode_ms"), r"p.yaml:2:4: not UTF-8 text \(byte 0xff\)"),
+    (b"forward_ms: " + b"[" * 50_000 + b"]" * 50_000, r"p.yaml(:1:\d+: not valid YAML \(exceeded maximum nesting depth\)|: not a cost profile \(nested too deeply\))"),
+])
+def test_an_unreadable_cost_profile_is_one_line_naming_the_file(tmp_path, text, message):
+    path = tmp_path / "p.yaml"
+    path.write_bytes(text)
+    with pytest.raises(ProfileError, match=message):
+        CostProfile.load(path)

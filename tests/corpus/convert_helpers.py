@@ -52,3 +52,27 @@ def speech_level(path: Path, start_s: float, end_s: float) -> float:
     audio, rate = soundfile.read(str(path), dtype="float32")
     piece = audio[int(start_s * rate) : int(end_s * rate)]
     return float(np.sqrt(np.mean(piece**2))) if piece.size else 0.0
+
+
+def offline_hub(monkeypatch, folder: Path) -> Path:
+    """No Hugging Face Hub access for the test (as ``HF_HUB_OFFLINE=1``), and empty Hub and datasets caches under
+    ``folder``; returns the Hub cache folder (see ``cached_snapshot``)."""
+    import datasets
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(folder / "hub"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", folder / "datasets")
+    return folder / "hub"
+
+
+def cached_snapshot(hub_cache: Path, repo_id: str, commit: str = "0" * 40) -> Path:
+    """The folder of a Hub dataset's snapshot in the Hub cache's layout (``refs/main`` names ``commit``), as a download
+    leaves it; the test puts the repository's files in it."""
+    repo = hub_cache / f"datasets--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    return snapshot

@@ -159,3 +159,63 @@ def test_a_rerun_keeps_the_audio_already_written(tmp_path, corpus_dir):
     kept.write_bytes(b"kept")  # a rerun does not write an existing file again
     manifest.unlink()
     assert augment_corpus(source, tmp_path / "out", "train", seed=2).is_file() and kept.read_bytes() == b"kept"
+
+
+def test_the_output_is_never_the_input_nor_another_corpus_unless_overwrite(tmp_path, corpus_dir, capsys):
+    from ticktock.corpus.augment import main
+    from ticktock.errors import RunFolderError, user_errors  # (output_folder.OutputFolderError is one)
+
+    source = small_corpus(tmp_path, corpus_dir, count=2)
+    before = (source / "manifest.jsonl").read_bytes()
+    (tmp_path / "alias").symlink_to(source)
+    refused = r": the output folder is the input \(--in .*src\); writing there would replace what it reads, even with " \
+              r"--overwrite; choose another --out"
+    with pytest.raises(RunFolderError, match=refused):
+        augment_corpus(source, source, "train", seed=1)
+    with pytest.raises(RunFolderError, match=refused):
+        augment_corpus(source, tmp_path / "alias", "train", seed=1, overwrite=True)
+    with pytest.raises(SystemExit) as done, user_errors():  # as python -m ticktock.corpus.augment runs it
+        main(["--in", str(source), "--out", str(source)])
+    assert done.value.code == 4 and len(capsys.readouterr().err.splitlines()) == 1
+    assert (source / "manifest.jsonl").read_bytes() == before and sorted(source.iterdir()) == [source / "audio",
+                                                                                               source / "manifest.jsonl"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "manifest.jsonl").write_text((corpus_dir / "manifest.jsonl").read_text())
+    with pytest.raises(RunFolderError, match=r"other: already holds a corpus \(8 sessions in manifest.jsonl, not made "
+                                             r"by this command\); choose another --out, or pass --overwrite"):
+        augment_corpus(source, other, "train", seed=1)
+    assert (other / "manifest.jsonl").read_text() == (corpus_dir / "manifest.jsonl").read_text()
+    assert len(load_manifest(augment_corpus(source, other, "train", seed=1, overwrite=True))) == 2
+
+
+def test_an_interrupted_augmentation_resumes_but_another_ones_files_are_not_taken(tmp_path, corpus_dir):
+    from ticktock.errors import RunFolderError  # (corpus.output_folder.OutputFolderError is one)
+
+    source = small_corpus(tmp_path, corpus_dir, count=2)
+    out = tmp_path / "out"
+    manifest = augment_corpus(source, out, "train", seed=2)
+    manifest.unlink()  # as if stopped before the manifest
+    with pytest.raises(RunFolderError, match=r"out: holds the unfinished output of another command \(made by augment "
+                                             r"--seed 2; here --seed 3\); rerun that command to finish it"):
+        augment_corpus(source, out, "train", seed=3)
+    kept = sorted((out / "audio").iterdir())[0]
+    kept.write_bytes(b"kept")
+    augment_corpus(source, out, "train", seed=2)  # the same command: resumes, keeping what is there
+    assert kept.read_bytes() == b"kept"
+    augment_corpus(source, out, "train", seed=3, overwrite=True)  # every file written again
+    assert kept.read_bytes() != b"kept" and len(load_audio(kept)) > 0
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--copies", "0"], "argument --copies: expected a whole number from 1 to 100, got '0'"),
+    (["--seed", "-1"], "argument --seed: expected a whole number from 0 to 4294967295, got '-1'"),
+    (["--short-lead", "nan"], "argument --short-lead: expected a finite number from 0 to 1, got 'nan'"),
+])
+def test_absurd_numbers_are_refused_before_any_work(argv, line, tmp_path, capsys):
+    from ticktock.corpus.augment import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--in", str(tmp_path / "in"), "--out", str(tmp_path / "out"), *argv])
+    assert done.value.code == 2 and capsys.readouterr().err.splitlines()[-1].endswith(f"error: {line}")
+    assert not (tmp_path / "out").exists()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from convert_helpers import assert_nothing_left, check_manifest, write_speech
+from convert_helpers import assert_nothing_left, cached_snapshot, check_manifest, offline_hub, write_speech
 from ticktock.corpus.convert import ConvertError, convert
 
 ROWS = [  # the real metadata.jsonl's fields: id, category, official_answer, file_name (no question text)
@@ -86,3 +86,18 @@ def test_missing_and_corrupt_audio(source, tmp_path):
     with pytest.raises(ConvertError, match=r"question_2.mp3: cannot read audio"):
         convert("big_bench_audio", source, out)
     assert_nothing_left(out)
+
+
+def test_a_deeply_nested_metadata_line_is_named(source, tmp_path):
+    (source / "metadata.jsonl").write_text(json.dumps(ROWS[0]) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(ConvertError, match=r"metadata.jsonl:2: not valid JSON \(nested deeper than 64 levels\)"):
+        convert("big_bench_audio", source, tmp_path / "out")
+    assert_nothing_left(tmp_path / "out")
+
+
+def test_the_hub_id_is_read_from_the_hub_cache_offline(tmp_path, monkeypatch):
+    hub_cache = offline_hub(monkeypatch, tmp_path / "caches")
+    make_copy(cached_snapshot(hub_cache, "ArtificialAnalysis/big_bench_audio"), ROWS[:1])
+    result = convert("big_bench_audio", "ArtificialAnalysis/big_bench_audio", tmp_path / "out", warn=lambda line: None)
+    assert [s.session_id for s in check_manifest(result.manifest)] == ["big_bench_audio-0000"]
+    assert result.sessions[0].provenance["source_path"] == "data/question_0.mp3"

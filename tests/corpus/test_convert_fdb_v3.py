@@ -253,3 +253,70 @@ def test_clipped_recording_is_reported(source, tmp_path):
     assert result.warnings == {"clipped": 1, "multi_entry_dialogue": 1}
     assert "ecommerce_02_5f4a4da1575d605c43bef871/input.wav: audio is clipped" in lines[0]
     check_manifest(result.manifest)
+
+
+def test_deep_metadata_and_a_disfluency_string_are_named_in_one_line(source, tmp_path, capsys):
+    from ticktock.corpus.convert.__main__ import cli
+
+    folder = source / "fdb_v3_data_released" / f"ecommerce_09_{SPEAKER}"
+    out = tmp_path / "out"
+    for depth in (100_000, 900):  # deeper than the decoder goes; decodable, but deeper than any copy would recurse
+        (folder / "metadata.json").write_text("[" * depth + "]" * depth)
+        with pytest.raises(ConvertError, match=rf"ecommerce_09_{SPEAKER}/metadata.json: not valid JSON \(nested deeper "
+                                               r"than 64 levels\)"):
+            convert("fdb_v3", source, out)
+    (folder / "metadata.json").write_text(json.dumps({**SHOP, "state_rollback_details": {"original_param": [[[[[1]]]]]}}))
+    assert convert("fdb_v3", source, out, warn=quiet).sessions  # a few levels deeper than the published shape: fine
+    (folder / "metadata.json").write_text(json.dumps({**SHOP, "disfluency_features": "FILLER"}))
+    assert cli(["fdb_v3", "--src", str(source), "--out", str(tmp_path / "other")]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {folder / 'metadata.json'}: 'disfluency_features' must be a list of names (e.g. [\"FILLER\", "
+        "\"PAUSE\"]), got 'FILLER'"]
+    (folder / "metadata.json").write_text(json.dumps({**SHOP, "disfluency_features": ["FILLER", 3]}))
+    with pytest.raises(ConvertError, match=r"metadata.json: 'disfluency_features' must be a list of names"):
+        convert("fdb_v3", source, tmp_path / "other")
+    (folder / "metadata.json").write_text(json.dumps({k: v for k, v in SHOP.items() if k != "disfluency_features"}))
+    shop = next(s for s in convert("fdb_v3", source, tmp_path / "other", warn=quiet).sessions if "09" in s.session_id)
+    assert shop.expected["behaviour"]["disfluencies"] == [] and "source_disfluencies" not in shop.provenance
+
+
+def test_an_output_holding_another_corpus_or_being_the_source_is_refused(source, tmp_path, capsys):
+    from ticktock.corpus.convert.__main__ import cli
+    from ticktock.errors import RunFolderError, user_errors  # (output_folder.OutputFolderError is one)
+
+    first = convert("fdb_v3", source, tmp_path / "out", warn=quiet)
+    manifest = first.manifest.read_bytes()
+    assert convert("fdb_v3", source, tmp_path / "out", warn=quiet).manifest.read_bytes() == manifest  # its own: again
+    with pytest.raises(RunFolderError, match=r"out: already holds a corpus \(2 sessions in manifest.jsonl, made by "
+                                             r"convert --limit None; here --limit 1\); choose another --out, or pass "
+                                                r"--overwrite to replace it"):
+        convert("fdb_v3", source, tmp_path / "out", limit=1)
+    assert first.manifest.read_bytes() == manifest
+    assert len(convert("fdb_v3", source, tmp_path / "out", limit=1, overwrite=True, warn=quiet).sessions) == 1
+    (tmp_path / "link").symlink_to(source)
+    with pytest.raises(RunFolderError, match=r"link: the output folder is the input \(--src .*v3\)"):
+        convert("fdb_v3", source, tmp_path / "link", overwrite=True)
+    with pytest.raises(SystemExit) as done, user_errors():  # as python -m ticktock.corpus.convert runs it
+        cli(["fdb_v3", "--src", str(source), "--out", str(tmp_path / "out")])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert done.value.code == 4
+    assert line.startswith(f"ticktock: error: {tmp_path / 'out'}: already holds a corpus (1 session in manifest.jsonl")
+    assert line.endswith("or pass --overwrite to replace it")
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--lead-s", "nan"], "argument --lead-s: expected a finite number from 0 to 60, got 'nan'"),
+    (["--tail-s", "inf"], "argument --tail-s: expected a finite number > 0 and <= 600, got 'inf'"),
+    (["--tail-s", "0"], "argument --tail-s: expected a finite number > 0 and <= 600, got '0'"),
+    (["--limit", "0"], "argument --limit: expected a whole number from 1 to 10000000, got '0'"),
+    (["--per-task", "-3"], "argument --per-task: expected a whole number from 1 to 10000000, got '-3'"),
+])
+def test_absurd_numbers_are_refused_before_any_work(argv, line, source, tmp_path, capsys):
+    from ticktock.corpus.convert import __main__ as command
+
+    with pytest.raises(SystemExit) as done:
+        command.cli(["fdb_v3", "--src", str(source), "--out", str(tmp_path / "out"), *argv])
+    assert done.value.code == 2 and capsys.readouterr().err.splitlines()[-1].endswith(f"error: {line}")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ConvertError, match=r"--lead-s must be a finite number from 0 to 60 seconds, got nan"):
+        convert("fdb_v3", source, tmp_path / "out", lead_s=float("nan"))

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import soundfile
 
-from convert_helpers import assert_nothing_left, check_manifest, speech_level, write_speech
+from convert_helpers import (assert_nothing_left, cached_snapshot, check_manifest, offline_hub, speech_level,
+                             write_speech)
 from ticktock.corpus.convert import ConvertError, convert
+from ticktock.corpus.convert.hub import SourceNotCached
 from ticktock.corpus.convert.__main__ import cli
 
 ROWS = {  # subset -> (header, rows); column names as third-party loaders of the real CSVs report them
@@ -137,8 +139,8 @@ def test_missing_csv_and_unknown_columns(source, tmp_path):
     rows = {"llama_questions": (["Query", "Gold", "audio_filename"], [["Who?", "Me", "llama_questions_0.mp3"]])}
     other = make_copy(tmp_path / "other", rows)
     with pytest.raises(ConvertError, match=r"llama_questions.csv: no question column .*Query, Gold, audio_filename"):
-        convert("openaudiobench", other, tmp_path / "out")
-    result = convert("openaudiobench", other, tmp_path / "out", columns={"question": "Query", "answer": "Gold"},
+        convert("openaudiobench", other, tmp_path / "out3")
+    result = convert("openaudiobench", other, tmp_path / "out3", columns={"question": "Query", "answer": "Gold"},
                      warn=lambda line: None)
     assert result.sessions[0].expected["reference_answer"] == "Me"
     assert result.sessions[0].turns[0].text == "Who?"
@@ -165,3 +167,21 @@ def test_cli_error_exit(tmp_path, capsys):
     assert cli(["openaudiobench", "--src", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
     assert "error: " in capsys.readouterr().err
     assert not (tmp_path / "out" / "manifest.jsonl").exists()
+
+
+def test_the_hub_id_is_read_from_the_hub_cache_offline(tmp_path, monkeypatch):
+    hub_cache = offline_hub(monkeypatch, tmp_path / "caches")
+    make_copy(cached_snapshot(hub_cache, "baichuan-inc/OpenAudioBench"))
+    out = tmp_path / "out"
+    result = convert("openaudiobench", "baichuan-inc/OpenAudioBench", out, subsets=["web_questions"],
+                     warn=lambda line: None)
+    assert [s.session_id for s in check_manifest(result.manifest)] == ["web_questions-0000"]
+    assert result.sessions[0].provenance["source_path"] == "eval_datas/web_questions/audios/web_questions_0.mp3"
+    assert '"--src": "baichuan-inc/OpenAudioBench"' in (out / "made_by.json").read_text()
+    with pytest.raises(SourceNotCached, match=r"^someone/oab: openaudiobench is not in the local Hugging Face cache "
+                                              r"and offline mode is on; fetch it once online with: ticktock bench "
+                                              r"fetch openaudiobench --src openaudiobench=someone/oab$"):
+        convert("openaudiobench", "someone/oab", tmp_path / "other")
+    with pytest.raises(ConvertError, match=r"^someone/fdb: source folder or file not found \(fdb_v3 is not on the "
+                                           r"Hugging Face Hub"):
+        convert("fdb_v3", "someone/fdb", tmp_path / "other")

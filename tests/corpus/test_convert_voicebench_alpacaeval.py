@@ -1,4 +1,5 @@
-"""VoiceBench AlpacaEval converter on tiny parquet files in the published layout (audio + prompt columns)."""
+"""VoiceBench AlpacaEval converter on tiny parquet files in the published layout (an Audio column + prompts), read
+through ``datasets``; a Hub id offline and not cached is one line naming the command that fetches it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile
 
-from convert_helpers import assert_nothing_left, check_manifest
+from convert_helpers import assert_nothing_left, check_manifest, offline_hub
 from helpers import speech_like
 from ticktock.corpus.convert import ConvertError, convert
+from ticktock.corpus.convert.__main__ import cli
+from ticktock.corpus.convert.hub import SourceNotCached
 
 PROMPTS = ["Give me three tips for staying healthy.", "Write a haiku about autumn.", "Explain photosynthesis."]
 
@@ -23,10 +26,14 @@ def wav_bytes(rate: int, seed: int) -> bytes:
 
 
 def write_encoded(path, prompts=PROMPTS, rate=24_000):
-    """The stored form of the HF Audio feature: {bytes, path}."""
+    """A config's parquet file as the Hub holds it: an ``Audio`` column (stored as {bytes, path}) and the prompts."""
+    from datasets import Audio, Dataset, Features, Value
+
     audio = [{"bytes": wav_bytes(rate, i), "path": f"alpacaeval_{i}.wav"} for i in range(len(prompts))]
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"audio": audio, "prompt": prompts}), path)
+    stored = Features({"audio": {"bytes": Value("binary"), "path": Value("string")}, "prompt": Value("string")})
+    rows = Dataset.from_dict({"audio": audio, "prompt": list(prompts)}, features=stored)
+    rows.cast_column("audio", Audio()).to_parquet(str(path))  # the cast needs no torchcodec; encoding would
     return path
 
 
@@ -51,7 +58,8 @@ def test_converts_the_alpacaeval_config(source, tmp_path):
     assert abs(session.duration_s - (turn.end_s + 8.0)) < 1e-3  # no reference reply: fixed 8 s of room
     assert session.expected["reference_answer"] is None and session.expected["script"] == []
     assert session.expected["behaviour"] == {"type": "instruction_following", "respond_after_s": [turn.end_s]}
-    assert session.provenance["source_path"] == "alpacaeval/test-00000-of-00001.parquet#row=0"
+    assert session.provenance["source_path"] == "alpacaeval/test#row=0"
+    assert b"Audio" in pq.read_schema(source / "alpacaeval/test-00000-of-00001.parquet").metadata[b"huggingface"]
     assert session.provenance["audio_name"] == "alpacaeval_0.wav"
     assert session.provenance["layout"]["source_sample_rate"] == 24_000
 
@@ -91,6 +99,29 @@ def test_bad_input_is_named(source, tmp_path):
         convert("voicebench_alpacaeval", bad, out)
     with pytest.raises(ConvertError, match=r"--column: voicebench_alpacaeval has no field role answer \(roles: audio, text\)"):
         convert("voicebench_alpacaeval", source, out, columns={"answer": "output"})
+    (tmp_path / "empty").mkdir()
     with pytest.raises(ConvertError, match=r"no parquet files"):
-        convert("voicebench_alpacaeval", tmp_path / "out", out)
+        convert("voicebench_alpacaeval", tmp_path / "empty", out)
     assert_nothing_left(out)
+
+
+def test_a_plain_struct_audio_column_is_read_too(tmp_path):
+    """A copy written without the Audio feature (a plain {bytes, path} struct) reads the same."""
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"audio": [{"bytes": wav_bytes(16_000, 0), "path": "a.wav"}], "prompt": ["Hi there."]}),
+                   path)
+    (session,) = convert("voicebench_alpacaeval", path, tmp_path / "out", warn=lambda line: None).sessions
+    assert session.turns[0].text == "Hi there." and session.provenance["audio_name"] == "a.wav"
+
+
+def test_a_hub_id_offline_and_not_cached_is_one_line(tmp_path, monkeypatch, capsys):
+    offline_hub(monkeypatch, tmp_path / "caches")
+    with pytest.raises(SourceNotCached, match=r"^hlt-lab/voicebench: voicebench_alpacaeval is not in the local "
+                                              r"Hugging Face cache and offline mode is on; fetch it once online with: "
+                                              r"ticktock bench fetch voicebench_alpacaeval$"):
+        convert("voicebench_alpacaeval", "hlt-lab/voicebench", tmp_path / "out")
+    assert cli(["voicebench_alpacaeval", "--src", "someone/voicebench-copy", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.endswith("fetch it once online with: ticktock bench fetch voicebench_alpacaeval "
+                        "--src voicebench_alpacaeval=someone/voicebench-copy\n") and err.count("\n") == 1, err
+    assert_nothing_left(tmp_path / "out")

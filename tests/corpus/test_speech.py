@@ -7,9 +7,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from ticktock.corpus.speech import (
-    ESPEAK_RATE, VOICE_BASES, VOICE_VARIANTS, Piece, SpeechError, Voice, speak, synthesize, word_starts,
-)
+from ticktock.corpus.espeak import ESPEAK_RATE, SpeechError, Voice, synthesize, word_starts
+from ticktock.corpus.speech import VOICE_BASES, VOICE_VARIANTS, Piece, speak
 
 
 def digest(samples: np.ndarray) -> str:

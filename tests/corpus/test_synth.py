@@ -11,7 +11,7 @@ import soundfile
 
 from ticktock.sessions.audio import SAMPLE_RATE, load_audio
 from ticktock.corpus import synth
-from ticktock.corpus.synth import add_arguments, generate, main
+from ticktock.corpus.synth import SynthOptionError, add_arguments, generate, main
 from ticktock.corpus.tasks import BUILDERS
 from ticktock.world.mock_tools import TOOL_SCHEMAS
 
@@ -132,11 +132,11 @@ def test_backchannels_sit_at_pause_starts(corpus):
 def test_cli_rejects_mixed_up_seeds_and_unknown_tasks(tmp_path):
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    with pytest.raises(SystemExit, match="training seed"):
+    with pytest.raises(SynthOptionError, match="training seed"):
         main(parser.parse_args(["--out", str(tmp_path), "--seed", "1000000", "--sessions-per-task", "1"]))
-    with pytest.raises(SystemExit, match="reserved for evaluation"):
+    with pytest.raises(SynthOptionError, match="reserved for evaluation"):
         main(parser.parse_args(["--out", str(tmp_path), "--seed", "5", "--split", "train", "--sessions-per-task", "1"]))
-    with pytest.raises(SystemExit, match="unknown task"):
+    with pytest.raises(SynthOptionError, match="unknown task"):
         main(parser.parse_args(["--out", str(tmp_path), "--seed", "0", "--sessions-per-task", "1", "--tasks", "nope"]))
     assert not (tmp_path / "manifest.jsonl").exists()
 
@@ -157,3 +157,34 @@ def test_a_failed_run_leaves_no_manifest_and_no_temporary_files(tmp_path, monkey
     assert not (tmp_path / "manifest.jsonl").exists()
     leftovers = [p.name for p in tmp_path.rglob("*") if p.name.startswith(".")]
     assert leftovers == []
+
+
+def test_a_folder_holding_another_corpus_is_refused_before_any_work(corpus_dir, tmp_path):
+    from ticktock.errors import RunFolderError  # (corpus.output_folder.OutputFolderError is one)
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "manifest.jsonl").write_text((corpus_dir / "manifest.jsonl").read_text())
+    with pytest.raises(RunFolderError, match=r"other: already holds a corpus \(8 sessions in manifest.jsonl, not made "
+                                             r"by this command\); choose another --out, or pass --overwrite"):
+        generate(other, ["llama_questions"], "eval", SEED, 1)
+    assert sorted(p.name for p in other.iterdir()) == ["manifest.jsonl"]
+    assert len(generate(other, ["llama_questions"], "eval", SEED, 1, overwrite=True)) == 1
+    assert len(generate(other, ["llama_questions"], "eval", SEED, 1)) == 1  # its own output: written again
+    with pytest.raises(RunFolderError, match=r"made by synth --seed 0 --sessions-per-task 1; here --seed 1 "
+                                             r"--sessions-per-task 2"):
+        generate(other, ["llama_questions"], "eval", 1, 2)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--room-tone-dbfs", "nan"], "argument --room-tone-dbfs: expected a finite number from -120 to -20, got 'nan'"),
+    (["--sessions-per-task", "0"], "argument --sessions-per-task: expected a whole number from 1 to 100000, got '0'"),
+    (["--seed", "-4"], "argument --seed: expected a whole number from 0 to 4294967295, got '-4'"),
+])
+def test_absurd_numbers_are_refused_before_any_work(argv, line, tmp_path, capsys):
+    options = {"--out": str(tmp_path / "out"), "--seed": "0", "--sessions-per-task": "1"}
+    options.update(zip(argv[::2], argv[1::2]))
+    with pytest.raises(SystemExit) as done:
+        synth.cli([part for pair in options.items() for part in pair])
+    assert done.value.code == 2 and capsys.readouterr().err.splitlines()[-1].endswith(f"error: {line}")
+    assert not (tmp_path / "out").exists()

@@ -12,6 +12,7 @@ from ticktock.decoders.step import ChunkStep, ChunkInputs
 from ticktock.decoders.counters import ChunkCounters
 from ticktock.decoders.trees import DraftTree, Verification
 from ticktock.decoders.lookahead import JacobiWindow, LookaheadDecoder, NgramPool
+from ticktock.decoders.selection import Sampling
 from ticktock.replay.injection import ToolCallInjector
 from ticktock.sessions.manifest import load_manifest
 
@@ -117,8 +118,8 @@ def fake_step(protocol, output=(), tail=(), history=(7, 8, 9)):
     return step
 
 
-def full_decoder(level=5, width=3):
-    decoder = LookaheadDecoder(level=level, window=width, guess=4)
+def full_decoder(level=5, width=3, **knobs):
+    decoder = LookaheadDecoder(level=level, window=width, guess=4, **knobs)
     decoder.window = JacobiWindow(level, width, [100] * (width + level - 3))
     decoder.window.levels = [[100] * (width - 1)] + [[101] * width for _ in range(level - 2)]
     return decoder
@@ -195,9 +196,10 @@ def test_window_is_drawn_from_the_context_with_the_seed(fixture_adapter):
     assert decoder.window.levels[0] == first
 
 
-@pytest.mark.parametrize("knobs", [{"level": 2}, {"window": 0}, {"guess": 0}, {"seed": 1.5}, {"level": "5"}])
+@pytest.mark.parametrize("knobs", [{"level": 2}, {"window": 0}, {"guess": 0}, {"seed": 1.5}, {"level": "5"},
+                                   {"lade_commit": 1}])
 def test_bad_knobs_are_rejected(knobs):
-    with pytest.raises(ValueError, match=r"decoder\.(level|window|guess|seed)"):
+    with pytest.raises(ValueError, match=r"decoder\.(level|window|guess|seed|lade_commit)"):
         LookaheadDecoder(**knobs)
 
 
@@ -286,15 +288,16 @@ def adversarial_pool(kind, seed, vocab, protocol, traces, n=5, g=7):
 
 @settings(max_examples=16, deadline=None)
 @given(kind=st.sampled_from(["random", "terminators", "structural", "true"]), seed=st.integers(0, 2**16),
-       mode=st.sampled_from(list(SAMPLING)), fixed=st.booleans(), session_index=st.integers(0, 2))
+       mode=st.sampled_from(list(SAMPLING)), fixed=st.booleans(), session_index=st.integers(0, 2),
+       lade=st.booleans())
 def test_any_pool_or_window_leaves_the_output_unchanged(fixture_adapter, small_manifest, ar_traces, kind, seed,
-                                                        mode, fixed, session_index):
+                                                        mode, fixed, session_index, lade):
     ar = ar_traces[mode][session_index]
     if fixed:
         entries = adversarial_pool(kind, seed, fixture_adapter.vocab_size, fixture_adapter.protocol, ar_traces[mode])
-        decoder = FixedPoolLookahead(entries, seed=seed)
+        decoder = FixedPoolLookahead(entries, seed=seed, lade_commit=lade)
     else:
-        decoder = RecordingLookahead(seed=seed, level=3 + seed % 3, window=1 + seed % 7)
+        decoder = RecordingLookahead(seed=seed, level=3 + seed % 3, window=1 + seed % 7, lade_commit=lade)
     trace = replay(fixture_adapter, load_manifest(small_manifest)[session_index], decoder, **SAMPLING[mode])
     assert outputs(trace) == outputs(ar)
 
@@ -323,3 +326,118 @@ def test_guesses_never_cross_the_chunk(fixture_adapter, small_manifest, ar_trace
             assert len(chain) <= room
             assert not any(t in protocol.terminators for t in chain[:-1])
     assert guessed > 0
+
+
+# ----------------------------------------------------------------------- LADE's commit rule (lade_commit)
+
+
+def lade_hits(guesses, target):
+    """The tokens LADE's greedy verification commits (hao-ai-lab/LookaheadDecoding,
+    ``jacobi_greedy_search_multilevel``, re-described): per guess, the match length stops at the first mismatch
+    or else at the last position; the longest wins. ``target(path)`` = the target's argmax after root + path."""
+    hits, best = [target(())], 0
+    for guess in guesses:  # pool order, oldest first; the first candidate wins ties
+        correct = [target(())] + [target(tuple(guess[: t + 1])) for t in range(len(guess))]
+        matched = next((t for t in range(len(guess)) if guess[t] != correct[t]), len(guess) - 1)  # at most N-2
+        if matched > best:
+            best, hits = matched, correct[: matched + 1]
+    return hits
+
+
+def standard_hits(guesses, target):
+    """Our rule: the longest matching prefix over the guesses, plus the target's token after it."""
+    best = []
+    for guess in guesses:
+        matched = []
+        for token in guess:
+            if token != target(tuple(matched)):
+                break
+            matched.append(token)
+        best = max(best, matched, key=len)
+    return best + [target(tuple(best))]
+
+
+def walk(protocol, decoder, guesses, truth, vocab=120):
+    """Propose for root 40 with ``guesses`` in the pool, give every tree node the logits of a target whose
+    greedy continuation after the root is ``truth`` (anything else: token 99 next), run the real verify walk.
+    Returns (committed tokens, accepted nodes, target, tree)."""
+    def target(path):
+        return truth[len(path)] if list(path) == list(truth[: len(path)]) else 99
+
+    for guess in guesses:
+        decoder.pool.add(40, tuple(guess))
+    step = fake_step(protocol, output=[protocol.speak, 40])
+    tree = decoder.propose(step)
+    logits = torch.zeros(1 + len(tree), vocab)
+    logits[0, target(())] = 1.0
+    for node in range(len(tree)):
+        path, up = [], node
+        while up >= 0:
+            path.insert(0, tree.tokens[up])
+            up = tree.parents[up]
+        logits[1 + node, target(path)] = 1.0
+    step.selector = Sampling().selector(protocol, "s", tools_enabled=False)
+    step.chunk_index = 0
+    committed, accepted = ChunkStep._walk(step, logits, tree)
+    return committed, accepted, target, tree
+
+
+def test_full_match_commits_n_tokens_by_default_and_n_minus_1_under_lade_commit(fixture_adapter):
+    protocol, truth = fixture_adapter.protocol, [41, 42, 43, 44, 45]
+    committed, accepted, _, tree = walk(protocol, full_decoder(level=5), [(41, 42, 43, 44)], truth)
+    assert committed == [41, 42, 43, 44, 45] and len(accepted) == 4  # N = 5: 4 drafts + the target's token
+    lade = full_decoder(level=5, lade_commit=True)
+    committed, accepted, _, lade_tree = walk(protocol, lade, [(41, 42, 43, 44)], truth)
+    assert committed == [41, 42, 43, 44] and len(accepted) == 3  # N - 1 = 4, as LADE: 44 is the target's token
+    # ChunkStep.verify keeps the root and the 3 accepted drafts in the cache (LADE: kvcache_len + max_hit) and
+    # the last committed token, 44, is fed next (LADE: hits[max_hit])
+    assert len(committed) == len(accepted) + 1
+    # the last guess token still rides in the forward: the same query tokens, one fewer that can be accepted
+    assert len(lade_tree) == len(tree) and lade_tree.num_verifiable() == tree.num_verifiable() - 1
+    assert [lade_tree.tokens[n] for n, ok in enumerate(lade_tree.verifiable) if not ok][-1] == 44
+    # LADE's match loop ends at the last token whether it matches or not: a guess right up to it commits N-1 too
+    committed, _, target, _ = walk(protocol, full_decoder(level=5, lade_commit=True), [(41, 42, 43, 70)], truth)
+    assert committed == [41, 42, 43, 44] == lade_hits([(41, 42, 43, 70)], target)
+
+
+@settings(max_examples=60, deadline=None)
+@given(level=st.integers(3, 6), truth=st.lists(st.integers(41, 43), min_size=6, max_size=6),
+       guesses=st.lists(st.lists(st.integers(41, 43), min_size=5, max_size=5), min_size=1, max_size=4))
+def test_the_walk_commits_what_each_rule_commits(fixture_adapter, level, truth, guesses):
+    protocol = fixture_adapter.protocol
+    guesses = list(dict.fromkeys(tuple(g[: level - 1]) for g in guesses))  # N-1 tokens each, distinct (as the pool)
+    for lade, reference in ((False, standard_hits), (True, lade_hits)):
+        committed, accepted, target, _ = walk(protocol, full_decoder(level=level, lade_commit=lade), guesses, truth)
+        assert committed == reference(guesses, target)
+        assert len(committed) <= (level - 1 if lade else level)
+
+
+def test_lade_commit_is_lossless_and_commits_at_most_n_minus_1_per_forward(fixture_adapter, small_manifest, ar_traces):
+    """True n-grams in the pool: full matches happen (in the sampled outputs; the fixture's greedy chunks are at
+    most 3 tokens long); each rule's per-forward maximum is what it allows."""
+    most = {}
+    for lade in (False, True):
+        for mode in SAMPLING:
+            ar = ar_traces[mode]
+            decoder = FixedPoolLookahead(true_ngrams(ar, 5), lade_commit=lade)
+            traces = [replay(fixture_adapter, s, decoder, **SAMPLING[mode]) for s in load_manifest(small_manifest)]
+            assert [outputs(t) for t in traces] == [outputs(t) for t in ar]
+            most[lade, mode] = max(f.tokens_committed for t in traces for f in t.forwards)
+    assert most[False, "t0.9"] == 5 and most[True, "t0.9"] == 4 and most[True, "greedy"] <= 4
+
+
+def test_lade_commit_is_lossless_on_the_embedded_model(embedded_adapter):
+    """The shipped config with ``decoder.lade_commit=true`` (as a Hydra override), fp32, real corpus chunks."""
+    from ticktock.replay.resources import resource_path
+    from ticktock.replay.runner import build, compose_run
+    from ticktock.world.mock_tools import MockToolExecutor
+
+    decoder = build(compose_run("lookahead", "embedded", None, ["decoder.lade_commit=true"]).decoder)
+    assert decoder.settings.lade_commit
+    session = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"), tasks=["fdb_v1_5"])[0]
+    injector = ToolCallInjector(MockToolExecutor())
+    lade = replay_session(embedded_adapter, session, decoder, injector=injector, max_chunks=16)
+    ar = replay_session(embedded_adapter, session, ARDecoder(), injector=injector, max_chunks=16)
+    assert outputs(lade) == outputs(ar)
+    assert sum(c.counters.accepted_draft_tokens for c in lade.chunks) > 0
+    assert max(f.tokens_committed for f in lade.forwards) <= 5 - 1

@@ -275,7 +275,9 @@ def test_bad_streaming_knobs_are_rejected():
 
     with pytest.raises(DecoderConfigError, match="decoder.hypothesis: must be one of 'silence', 'partial', got 'audio'"):
         SpeculativeListeningDecoder(hypothesis="audio")
-    with pytest.raises(DecoderConfigError, match="decoder.redraft_every_ms: must be a number >= 1.0"):
+    with pytest.raises(DecoderConfigError, match="decoder.redraft_every_ms: must be a number from 1.0 to 60000.0, got 0"):
         SpeculativeListeningDecoder(redraft_every_ms=0)
+    with pytest.raises(DecoderConfigError, match="decoder.redraft_speech_dbfs: must be a number from -200.0 to 0.0, got nan"):
+        SpeculativeListeningDecoder(redraft_speech_dbfs=float("nan"))
     with pytest.raises(DecoderConfigError, match="decoder.early_prefill: must be true or false, got 'yes'"):
         ARDecoder(early_prefill="yes")

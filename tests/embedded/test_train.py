@@ -62,7 +62,7 @@ def test_training_in_stages_resumes_bit_for_bit(train_corpus, augmented_corpus, 
     # those of the 16 validation sessions stay out
     assert (training["phrasings"], training["extra_sessions"], training["train_examples"]) == (2, 24, 2 * 8 + 2 * 8)
     assert (training["framing"], training["frames"], training["wording"]) == (0.6, "wide", 0.5)
-    assert list(train_corpus.glob("examples-*-p2-f0.6-wide-w0.5-*.pkl"))  # its own example cache
+    assert list(train_corpus.glob("examples-*-p2-f0.6-wide-w0.5-*.npz"))  # its own example cache
     for name in ("model.safetensors", "frontend.safetensors", "tokenizer.json"):
         assert (tmp_path / "straight" / name).read_bytes() == (tmp_path / "staged" / name).read_bytes(), name
 
@@ -95,3 +95,89 @@ def test_training_continues_from_a_trained_model_folder(train_corpus, tmp_path):
     tiny_run(train_corpus, tmp_path / "more", "--init", str(tmp_path / "first"))
     assert (tmp_path / "more" / "model.safetensors").read_bytes() != (tmp_path / "first" / "model.safetensors").read_bytes()
     assert json.loads((tmp_path / "more" / "config.json").read_text())["hidden_size"] == 32  # the folder's architecture
+
+
+class Planted:
+    """A pickle that writes ``marker`` when it is unpickled: what a crafted cache or checkpoint would do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        from pathlib import Path
+
+        return Path.write_text, (Path(self.marker), "code from a data file ran")
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--steps", "-5"], "argument --steps: expected a whole number from 0 to 100000000, got '-5'"),
+    (["--steps", "0"], "argument --steps: 0 steps train nothing; expected a whole number from 1 to 100000000 (0 only "
+                       "with --init, to save a trained model as it is), got '0'"),
+    (["--hidden", "0"], "argument --hidden: expected a whole number from 8 to 8192 (a multiple of 8), got '0'"),
+    (["--hidden", "12"], "argument --hidden: expected a whole number from 8 to 8192 (a multiple of 8), got '12'"),
+    (["--lr", "nan"], "argument --lr: expected a finite number > 0 and <= 1, got 'nan'"),
+    (["--lr", "0"], "argument --lr: expected a finite number > 0 and <= 1, got '0'"),
+    (["--generate", "1"], "argument --generate: 1 session per task leaves nothing to train on (16 sessions are held "
+                          "out for validation); expected 0 (train on the corpus as it is) or a whole number from 3 to "
+                          "100000, got '1'"),
+    (["--vocab", "100"], "argument --vocab: expected a whole number from 271 to 262144, got '100'"),
+    (["--log-every", "0"], "argument --log-every: expected a whole number from 1 to 100000000, got '0'"),
+    (["--word-weight", "inf"], "argument --word-weight: expected a finite number from 0 to 100, got 'inf'"),
+    (["--stage-minutes", "-1"], "argument --stage-minutes: expected a finite number >= 0, got '-1'"),
+    (["--threads", "0"], "argument --threads: expected a whole number from 1 to 1024, got '0'"),
+    (["--task-weight", "fdb_v4=2"], "argument --task-weight: unknown task 'fdb_v4' in 'fdb_v4=2' (tasks: "),
+])
+def test_absurd_option_values_are_refused_before_any_work(argv, line, tmp_path, capsys):
+    from ticktock.embedded.train import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--corpus", str(tmp_path / "corpus"), "--out", str(tmp_path / "out"), *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2 and err[-1].split(": error: ", 1)[1].startswith(line), err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "corpus").exists()
+
+
+def test_a_planted_pickle_cache_is_never_unpickled_and_is_rebuilt(train_corpus, tmp_path, capsys):
+    import pickle
+
+    import numpy as np
+
+    tiny_run(train_corpus, tmp_path / "first", "--steps", "1")  # builds the example cache (or finds it)
+    cache = next(p for p in train_corpus.glob("examples-*-s5-p1-??????????.*") if p.suffix in (".npz", ".pkl"))
+    marker = tmp_path / "marker"
+    cache.with_suffix(".pkl").write_bytes(pickle.dumps([Planted(marker)]))  # the earlier format's name for it
+    with cache.with_suffix(".npz").open("wb") as handle:  # and a NumPy archive holding a pickled object
+        np.savez(handle, format=np.array([Planted(marker)], dtype=object))
+    capsys.readouterr()
+    tiny_run(train_corpus, tmp_path / "second", "--steps", "1")
+    assert not marker.exists()
+    out = capsys.readouterr().out
+    assert f"note: {cache.with_suffix('.npz')}: not an example cache (ValueError: Object arrays cannot be loaded" in out
+    assert "building it again" in out and (tmp_path / "second" / "model.safetensors").is_file()
+    from ticktock.embedded.example_cache import read_examples
+
+    assert len(read_examples(cache.with_suffix(".npz"))) == 24  # rebuilt, in the format that holds no code
+    cache.with_suffix(".pkl").unlink()
+
+
+def test_a_planted_pickle_checkpoint_is_refused_in_one_line_and_never_loaded(train_corpus, tmp_path, capsys):
+    import pickle
+
+    from ticktock.errors import user_errors
+
+    marker, out = tmp_path / "marker", tmp_path / "run"
+    out.mkdir()
+    (out / "checkpoint.pt").write_bytes(pickle.dumps(Planted(marker)))
+    with pytest.raises(SystemExit) as done, user_errors():
+        tiny_run(train_corpus, out)
+    assert done.value.code == 4 and not marker.exists() and not (out / "model.safetensors").exists()
+    assert capsys.readouterr().err.splitlines() == [
+        f"ticktock: error: {out / 'checkpoint.pt'}: a checkpoint of the earlier pickle format, which is never loaded "
+        "(unpickling can run code); delete it to train from the start, or use another --out"]
+    (out / "checkpoint.pt").unlink()
+    (out / "checkpoint.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{broken}")
+    with pytest.raises(SystemExit) as done, user_errors():
+        tiny_run(train_corpus, out)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert done.value.code == 4 and line.startswith(f"ticktock: error: {out / 'checkpoint.safetensors'}: cannot read "
+                                                    "the checkpoint (not a safetensors file")

@@ -135,3 +135,22 @@ def test_arguments_with_equals_signs_are_paths_when_they_exist(tmp_path):
     folder = tmp_path / "decoder=ar"
     folder.mkdir()
     assert split_arguments([str(folder), "judge=hf_local"]) == ([str(folder)], ["judge=hf_local"])
+
+
+def test_a_judge_name_is_a_plain_word_never_a_path(runs, judge_model, tmp_path):
+    with pytest.raises(JudgeError, match=r"^judge.name: must be a plain name of letters, digits, '_', '.' and '-' \(not "
+                                         r"starting with '.'\): it names the file judgements/<name>.parquet in each run "
+                                         r"folder; got '../../x'$"):
+        main([str(runs), *judge_options(judge_model, "judge.name=../../x")])
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.parquet") if "judgements" in p.parts
+            or p.name == "x.parquet"] == []  # nothing judged, nothing written beside the runs
+
+
+def test_a_judge_target_that_cannot_be_imported_is_one_line_exit_2(runs, capsys, monkeypatch):
+    from ticktock.errors import user_errors
+
+    monkeypatch.delenv("TICKTOCK_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as done, user_errors():
+        main([str(runs), "judge._target_=nope.Nope"])
+    assert done.value.code == 2
+    assert capsys.readouterr().err == "ticktock: error: judge._target_: cannot import 'nope.Nope' (no module named 'nope')\n"

@@ -60,8 +60,30 @@ def test_fingerprints_are_read_back_and_a_forgotten_session_is_no_longer_complet
     chunks, session, forwards = rows("a")
     writer.write_session("a", chunks, {**session, "manifest_sha256": "m1", "audio_sha256": "a1"}, forwards)
     writer.write_session("b", *rows("b"))  # no fingerprint recorded
-    assert writer.fingerprints() == {"a": {"manifest_sha256": "m1", "audio_sha256": "a1"},
-                                     "b": {"manifest_sha256": None, "audio_sha256": None}}
+    assert writer.fingerprints() == {"a": {"manifest_sha256": "m1", "audio_sha256": "a1", "profile_sha256": None},
+                                     "b": {"manifest_sha256": None, "audio_sha256": None, "profile_sha256": None}}
     writer.forget("a")
     assert writer.completed() == {"b"} and not list((tmp_path / "parts").glob(f"{part_key('a')}.*"))
     assert writer.consolidate()["sessions"] == 1
+
+
+def test_a_part_written_before_a_column_existed_is_consolidated_with_it_null(tmp_path):
+    writer = RunWriter(tmp_path, {})
+    writer.write_session("new", *rows("new"))
+    chunks, session, forwards = rows("old")
+    writer.write_session("old", chunks, session, forwards)
+    old = tmp_path / "parts" / f"{part_key('old')}.sessions.parquet"
+    pq.write_table(pq.read_table(old).drop_columns(["profile_sha256"]), old)  # as schema version 5 wrote it
+    assert writer.consolidate()["sessions"] == 2
+    table = pq.read_table(tmp_path / "sessions.parquet")
+    assert table.column("profile_sha256").to_pylist() == [None, None] and table.schema.names[-1] == "profile_sha256"
+
+
+@pytest.mark.parametrize("text, reason", [("[1, 2]", "not a run's run.json (a JSON list, not an object)"),
+                                          ('{"status": "runn', "cannot read the run this folder holds (")])
+def test_resuming_onto_a_run_json_that_is_not_a_runs_is_one_line(tmp_path, text, reason):
+    (tmp_path / "run.json").write_text(text)
+    with pytest.raises(RunDirError) as caught:
+        RunWriter(tmp_path, {"decoder": "ar"})
+    assert str(caught.value).startswith(f"{tmp_path / 'run.json'}: {reason}") and "\n" not in str(caught.value)
+    assert "pass overwrite=true to replace it" in str(caught.value)

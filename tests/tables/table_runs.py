@@ -5,6 +5,8 @@ Chunk dicts need at least session_id and chunk_index; session dicts at least ses
 chunk_index, end_ms and charged_ms. ``concurrency`` and
 ``draft_policy`` go into run.json's config as the runner writes them (default: one session alone on the device,
 under the default draft policy, which then does not apply); rows get the run's N in their ``concurrency`` column.
+The run id is ``<model>-<decoder>-<temperature>``, then ``-<folder name>`` unless the folder is named after the
+decoder (one run id per folder, as the tables require), or ``run_id``.
 """
 
 from __future__ import annotations
@@ -57,20 +59,23 @@ def chunk(session_id: str, index: int, **values) -> dict:
 def write_run(folder: Path, decoder: str, chunks: list[dict], sessions: list[dict] | None = None, *,
               model: str = "m", temperature: float = 0.0, seed: int = 0, clock: dict | None = None,
               version: int = SCHEMA_VERSION, status: str = "complete", sharing: dict | None = None,
-              draft_policy: str | dict = "expected_savings", forwards: list[dict] | None = None) -> Path:
+              draft_policy: str | dict = "expected_savings", forwards: list[dict] | None = None,
+              run_id: str | None = None) -> Path:
     """A complete run directory with run.json and the three parquet tables (``sharing``: config.concurrency)."""
     folder.mkdir(parents=True, exist_ok=True)
     clock = clock or MODELED
     sharing = sharing or ALONE
     policy = POLICIES[draft_policy] if isinstance(draft_policy, str) else draft_policy
     shared = {"concurrency": sharing["sessions"]}
-    identity = {"run_id": f"{model}-{decoder}-{temperature}", "model": model, "decoder": decoder, "clock": clock["name"]}
+    run_id = run_id or f"{model}-{decoder}-{temperature}" + ("" if folder.name == decoder else f"-{folder.name}")
+    identity = {"run_id": run_id, "model": model, "decoder": decoder, "clock": clock["name"]}
     if sessions is None:
         sessions = [{"session_id": s, "task": next(c.get("task", "llama_questions") for c in chunks if c["session_id"] == s)}
                     for s in dict.fromkeys(c["session_id"] for c in chunks)]
     rows = {
         "chunks": [{**identity, **CHUNK_DEFAULTS, **shared, **c} for c in chunks],
-        "sessions": [{**identity, **SESSION_DEFAULTS, **shared, **s} for s in sessions],
+        "sessions": [{**identity, **SESSION_DEFAULTS, "profile_sha256": clock.get("profile_sha256"), **shared, **s}
+                     for s in sessions],
         "forwards": [{"run_id": identity["run_id"], **FORWARD_DEFAULTS, **f} for f in forwards or []],
     }
     for name, schema in TABLES.items():

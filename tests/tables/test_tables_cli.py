@@ -58,7 +58,7 @@ def test_lossless_failure_is_loud_and_strict_exits_non_zero(tmp_path, capsys):
 def test_errors_exit_2_with_one_message(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
-    assert "error: " in capsys.readouterr().err
+    assert capsys.readouterr().err == f"ticktock: error: {tmp_path / 'empty'}: no result runs found (a run directory holds run.json and chunks.parquet)\n"
     assert main([str(runs(tmp_path / "r")), "--baseline", "nope", "--out", str(tmp_path / "o")]) == 2
     assert "no 'nope' run among the results (decoders: ar, speclisten, speclisten_silence)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -86,7 +86,7 @@ def test_a_truncated_parquet_file_is_named_in_one_line_and_skipped_on_request(tm
     broken.write_bytes(broken.read_bytes()[: broken.stat().st_size // 2])  # a copy cut short
     assert main([str(results), "--out", str(tmp_path / "a"), "--format", "md"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: {broken}: not a readable parquet file ("), err
+    assert err.count("\n") == 1 and err.startswith(f"ticktock: error: {broken}: not a readable parquet file ("), err
     out = tmp_path / "b"
     assert main([str(results), "--out", str(out), "--skip-bad-runs"]) == 0
     captured = capsys.readouterr()
@@ -95,3 +95,11 @@ def test_a_truncated_parquet_file_is_named_in_one_line_and_skipped_on_request(tm
     assert "2 runs (1 skipped) -> " in captured.out and "| m | speclisten_silence |" not in captured.out
     assert f"skipped: {broken}: not a readable parquet file" in (out / "report.html").read_text()
     assert f"skipped: {broken}" in (out / "table2_speak_speedup.md").read_text()
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line_with_exit_code_4(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("a file where the tables would go")
+    assert main([str(runs(tmp_path / "results")), "--out", str(taken), "--format", "md"]) == 4
+    err = capsys.readouterr().err
+    assert err == f"ticktock: error: {taken}: cannot write the tables there (File exists)\n"

@@ -71,9 +71,19 @@ def test_runs_of_one_cell_with_disjoint_sessions_are_combined_but_overlaps_refus
         load_results([str(tmp_path / "x")])
 
 
-def test_failed_runs_are_used_with_a_warning(tmp_path):
-    write_run(tmp_path / "r", "ar", [chunk("s", 0)], status="failed: AudioError: x.flac: cannot decode")
-    assert "status 'failed: AudioError" in load_results([str(tmp_path)]).warnings[0]
+def test_a_failed_run_is_refused_unless_allowed_and_then_said_in_the_provenance(tmp_path):
+    """A run that failed (e.g. a full disk: EFBIG) with some sessions done is not a complete run: refused in one line,
+    or with --allow-interrupted built from its completed sessions, saying so under "Produced by"."""
+    write_run(tmp_path / "r", "ar", [chunk("s", 0)], status="failed: OSError: [Errno 27] File too large")
+    with pytest.raises(TablesError, match=r"r/run\.json: failed run \(status 'failed: OSError: \[Errno 27\] File too "
+                                          r"large'; 0 of \? sessions done\); rerun it into .*/r to resume it, or pass "
+                                          r"--allow-interrupted"):
+        load_results([str(tmp_path)])
+    results = load_results([str(tmp_path)], allow_interrupted=True)
+    assert results.runs[0].status.startswith("failed") and not results.warnings
+    assert results.provenance() == [f"run {tmp_path / 'r'}: failed (status 'failed: OSError: [Errno 27] File too "
+                                    "large'); built from its completed sessions only (1 sessions, 1 chunks; 0 of ? "
+                                    "sessions done)"]
 
 
 def test_a_run_stopped_before_its_end_is_refused_unless_allowed(tmp_path):

@@ -1,26 +1,36 @@
-"""The session viewer: its embedded data round-trips, and headless Chromium draws it (when Chromium is installed)."""
+"""The session viewer: its embedded data round-trips, survives any reply text as HTML parsers read it (a spec
+HTML5 tokenizer, Python's html.parser) and headless Chromium draws it (when Chromium is installed)."""
 
+import json
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
+import html5lib
 import pytest
 from table_runs import chunk, write_run
 from test_cases import CHUNKS, FORWARDS
 
 from ticktock.tables import load_results
 from ticktock.tables.__main__ import main
-from ticktock.tables.viewer import CHUNK_COLUMNS, FORWARD_COLUMNS, read_viewer_data, viewer_data
+from ticktock.tables.viewer import CHUNK_COLUMNS, DATA_ID, FORWARD_COLUMNS, SCRIPT, read_viewer_data, viewer_data
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
 
 
+# Reply texts that end a <script> element early when embedded as they are: a closing tag, and a comment opening
+# a nested script (a browser then reads past the element's end: the viewer script after it is swallowed), a line
+# separator (a line terminator to older JavaScript), character references and CDATA.
+HOSTILE = ['a </script><b>"x"</b> é', "x\u2028y\u2029z & &amp; <![CDATA[ ]]>", "hi <!--<script> there"]
+
+
 def report(tmp_path) -> tuple[Path, dict]:
-    tricky = chunk("t", 0, kind="speak", output_text='<|speak|>a </script><b>"x"</b> é')
-    write_run(tmp_path / "runs" / "ar", "ar", CHUNKS + [tricky], forwards=FORWARDS)
-    write_run(tmp_path / "runs" / "sl", "speclisten", CHUNKS + [tricky], forwards=FORWARDS)
+    tricky = [chunk("t", i, kind="speak", output_text=f"<|speak|>{text}") for i, text in enumerate(HOSTILE)]
+    write_run(tmp_path / "runs" / "ar", "ar", CHUNKS + tricky, forwards=FORWARDS)
+    write_run(tmp_path / "runs" / "sl", "speclisten", CHUNKS + tricky, forwards=FORWARDS)
     out = tmp_path / "out"
     assert main([str(tmp_path / "runs"), "--out", str(out), "--format", "html"]) == 0
     return out / "report.html", viewer_data(load_results([str(tmp_path / "runs")]))
@@ -39,7 +49,55 @@ def test_the_embedded_data_round_trips(tmp_path):
     forwards = [dict(zip(FORWARD_COLUMNS, row)) for row in sessions["s"]["forwards"]]
     assert [(f["phase"], f["start_ms"], f["end_ms"]) for f in forwards][3:5] == [("post_audio", 1200.0, 1300.0),
                                                                                 ("draft", 1300.0, 2100.0)]
-    assert dict(zip(CHUNK_COLUMNS, sessions["t"]["chunks"][0]))["text"] == 'a </script><b>"x"</b> é'
+    assert [dict(zip(CHUNK_COLUMNS, row))["text"] for row in sessions["t"]["chunks"]] == HOSTILE
+
+
+def html5_scripts(page: str) -> list[tuple[dict, str]]:
+    """The <script> elements of a page as a browser's HTML5 tokenizer splits it (html5lib follows the spec's script
+    data states, escaped and double-escaped ones included): (attributes, text) each."""
+    return [(dict(node.attrib), node.text or "") for node in html5lib.parse(page, namespaceHTMLElements=False).iter("script")]
+
+
+class ScriptTexts(HTMLParser):
+    """The <script> elements of a page as Python's html.parser splits it: (attributes, text) each."""
+
+    def __init__(self, page: str):
+        super().__init__(convert_charrefs=True)
+        self.found, self._open = [], None
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self._open = (dict(attrs), [])
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._open[1].append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._open is not None:
+            self.found.append((self._open[0], "".join(self._open[1])))
+            self._open = None
+
+
+def check_viewer_scripts(scripts: list[tuple[dict, str]], expected: dict) -> None:
+    """Exactly the viewer's two scripts, whole: the JSON data (decoding to ``expected``) and the viewer's code."""
+    assert [attrs.get("id") for attrs, _ in scripts] == [DATA_ID, None], [text[:200] for _, text in scripts]
+    assert json.loads(scripts[0][1]) == expected
+    assert scripts[1][1] == SCRIPT
+
+
+def test_any_reply_text_leaves_the_viewer_whole_as_html_parsers_read_the_page(tmp_path):
+    page, expected = report(tmp_path)
+    text = page.read_text()
+    check_viewer_scripts(html5_scripts(text), expected)
+    check_viewer_scripts(ScriptTexts(text).found, expected)
+    texts = [dict(zip(CHUNK_COLUMNS, row))["text"] for row in
+             {s["session_id"]: s for s in json.loads(html5_scripts(text)[0][1])["runs"][0]["sessions"]}["t"]["chunks"]]
+    assert texts == HOSTILE  # the exact texts back
+    embedded = text.split(f'id="{DATA_ID}">', 1)[1].split("</script>", 1)[0]
+    assert not set(embedded) & set("<>&\u2028\u2029")  # nothing in it an HTML tokenizer or old JavaScript acts on
 
 
 def test_the_viewer_embeds_the_chosen_sessions_only(tmp_path, capsys):
@@ -73,6 +131,13 @@ def test_headless_chromium_draws_the_viewer(tmp_path):
     assert html.count('class="tt-draft"') == 3 and html.count('class="tt-lag"') == 1
     assert "chunk 1: audio 1000.0-2000.0 ms" in html and "DEADLINE MISSED: 600.0 ms lag" in html
     assert html.count('class="tt-row') == 3 and "MISSED" in html
+    hostile = _chromium(str(tmp_path / "profile"), "--virtual-time-budget=5000", "--dump-dom",
+                        f"{page.as_uri()}#viewer?run={run_id}&session=t&alone=1")
+    assert hostile.returncode == 0, hostile.stderr[-2000:]
+    assert hostile.stdout.count('class="tt-row') == 3  # the viewer ran on the page, and drew session t's chunks
+    for text in HOSTILE:  # each reply in its table cell, as text
+        escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        assert f'<td class="tt-text">{escaped}</td>' in hostile.stdout, escaped
     shot = tmp_path / "viewer.png"
     taken = _chromium(str(tmp_path / "profile"), "--virtual-time-budget=5000", "--window-size=1200,800",
                       f"--screenshot={shot}", address)

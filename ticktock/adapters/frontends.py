@@ -53,6 +53,9 @@ class FrameEnergyFrontend(nn.Module):
         self.embeds_per_second = embeds_per_second
         self.project = nn.Linear(2 * bands, hidden_size)
         self.causal_granularity_ms = 1000 // embeds_per_second  # one frame per embedding, its previous as context
+        # The previous frame's energies are the next frame's context: a silent chunk after speech is not encoded as
+        # one after silence, so a silence hypothesis is encoded from the current state (``ticktock certify`` checks it)
+        self.silence_depends_on_state = True
 
     def initial_state(self) -> FramedState:
         return FramedState(torch.zeros(0), torch.full((self.bands,), -10.0))
@@ -123,6 +126,9 @@ class LogMelConvFrontend(nn.Module):
         self.group = 100 // embeds_per_second  # mel frames per embedding
         self.embeds_per_second = embeds_per_second
         self.causal_granularity_ms = 1000 // embeds_per_second  # causal convolutions over whole frame groups
+        # 400 ms of left context: the first embeddings of a silent chunk after speech differ from those after silence,
+        # so a silence hypothesis is encoded from the current state (``ticktock certify`` checks it)
+        self.silence_depends_on_state = True
         self.n_mels = n_mels
         self.floor = floor
         self.config = {"hidden_size": hidden_size, "channels": channels, "n_mels": n_mels,

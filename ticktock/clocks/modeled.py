@@ -16,6 +16,11 @@ A profile is a YAML file::
       - ...
 
 Costs between grid points are bilinear; beyond the grid they extend linearly along the last segment.
+Every field is checked when the file is read (``profile_problem``), naming the file, the line and the field: a
+field that is not one of the above is an error (with the closest known name: a typo must not silently leave a
+cost out); every cost is a finite number of milliseconds from 0 to ``MAX_COST_MS`` (one hour: no forward or
+encoding of a real-time model takes longer, and larger values only overflow the device's clock); token counts
+are integers up to ``MAX_TOKENS``.
 
 Optional batch dimension (for sessions sharing a device with ``concurrency.batching=true``)::
 
@@ -38,17 +43,23 @@ Example::
 from __future__ import annotations
 
 import bisect
+import difflib
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ticktock.clocks.base import Clock, Stopwatch
-from ticktock.errors import ConfigError
+from ticktock.errors import ConfigError, shown
 
 
 class ProfileError(ConfigError, ValueError):
     """A cost profile file is missing or malformed (the message names the file and field)."""
+
+
+MAX_COST_MS = 3_600_000.0  # one hour per forward or encoding
+MAX_TOKENS = 100_000_000  # query, context and batch axes: beyond any model's context
+COST = f"must be a finite number of milliseconds from 0 to {MAX_COST_MS:.0f} (one hour)"
 
 
 def _interp(grid: list[float], x: float) -> tuple[int, float]:
@@ -69,7 +80,6 @@ class CostProfile:
     model: str = ""
     device: str = ""
     provenance: str = ""
-    extra: dict = field(default_factory=dict)
     batch_sizes: list[int] | None = None
     batch_factor: list[float] | None = None
     encode_fixed_ms: float | None = None  # the part of an encoding that does not scale with its audio (see encode_cost_ms)
@@ -154,7 +164,12 @@ class CostProfile:
             >>> CostProfile.load(path)
             Traceback (most recent call last):
             ...
-            ticktock.clocks.modeled.ProfileError: .../p.yaml:4: field 'forward_ms[0][0]': must be a finite number >= 0 (milliseconds), got -100.0
+            ticktock.clocks.modeled.ProfileError: .../p.yaml:4: field 'forward_ms[0][0]': must be a finite number of milliseconds from 0 to 3600000 (one hour), got -100.0
+            >>> _ = path.write_text("query_tokens: [1]\\ncontext_tokens: [0]\\nforward_ms: [[1.0]]\\nencode_fixd_ms: 2\\n")
+            >>> CostProfile.load(path)
+            Traceback (most recent call last):
+            ...
+            ticktock.clocks.modeled.ProfileError: .../p.yaml:4: field 'encode_fixd_ms': unknown field (did you mean 'encode_fixed_ms'?)
         """
         path = Path(path)
         if not path.is_file():
@@ -177,7 +192,6 @@ class CostProfile:
             model=str(data.get("model", "")),
             device=str(data.get("device", "")),
             provenance=str(data.get("provenance", "")),
-            extra={k: v for k, v in data.items() if k not in _KNOWN},
             batch_sizes=list(data["batch_sizes"]) if data.get("batch_sizes") is not None else None,
             batch_factor=[float(v) for v in data["batch_factor"]] if data.get("batch_factor") is not None else None,
             encode_fixed_ms=float(data["encode_fixed_ms"]) if data.get("encode_fixed_ms") is not None else None,
@@ -198,31 +212,41 @@ class CostProfile:
             "forward_ms": [[round(v, 4) for v in row] for row in self.forward_table],
             **({"batch_sizes": self.batch_sizes, "batch_factor": [round(v, 4) for v in self.batch_factor]}
                if self.batches else {}),
-            **self.extra,
         }
         return yaml.safe_dump(data, sort_keys=False, width=120, default_flow_style=None)
 
 
-_KNOWN = {"name", "model", "device", "provenance", "encode_ms", "query_tokens", "context_tokens", "forward_ms",
-          "batch_sizes", "batch_factor", "encode_fixed_ms"}
+_TEXT = ("name", "model", "device", "provenance")
+_KNOWN = (*_TEXT, "encode_ms", "encode_fixed_ms", "query_tokens", "context_tokens", "forward_ms", "batch_sizes",
+          "batch_factor")
 
 
 def profile_problem(data: dict) -> tuple[tuple, str] | None:
     """The first problem of a profile's fields, as (field path, what is wrong), or None when they are valid.
 
-    Checked: ``query_tokens`` (integers >= 1) and ``context_tokens`` (integers >= 0) are non-empty and
-    increasing; ``forward_ms`` is one row per query length of one value per context length; every cost
-    (``forward_ms``, ``encode_ms``) is a finite number >= 0, and ``encode_fixed_ms`` (optional) at most ``encode_ms``.
+    Checked: every field is a known one (``_KNOWN``); the text fields are text; ``query_tokens`` (integers >= 1)
+    and ``context_tokens`` (integers >= 0) are non-empty, increasing and at most ``MAX_TOKENS``; ``forward_ms`` is
+    one row per query length of one value per context length; every cost (``forward_ms``, ``encode_ms``) is a
+    finite number of milliseconds from 0 to ``MAX_COST_MS``, and ``encode_fixed_ms`` (optional) at most
+    ``encode_ms``.
 
     Example::
 
         >>> profile_problem({"query_tokens": [1, 4], "context_tokens": [0], "forward_ms": [[1.0], [2.0]]}) is None
         True
         >>> profile_problem({"query_tokens": [1], "context_tokens": [0], "forward_ms": [[1.0]], "encode_ms": -5})
-        (('encode_ms',), 'must be a finite number >= 0 (milliseconds), got -5')
+        (('encode_ms',), 'must be a finite number of milliseconds from 0 to 3600000 (one hour), got -5')
+        >>> profile_problem({"query_tokens": [1], "context_tokens": [0], "forward_ms": [[1.0]], "endoce_ms": 5})
+        (('endoce_ms',), "unknown field (did you mean 'encode_ms'?)")
         >>> profile_problem({"query_tokens": [1, 4], "context_tokens": [0], "forward_ms": [[1.0]]})
         (('forward_ms',), 'must be 2 rows (one per query_tokens value), got 1')
     """
+    for key in data:
+        if key not in _KNOWN:
+            return (key,), unknown_field(key)
+    for key in _TEXT:
+        if isinstance(data.get(key), (list, tuple, dict, set)):
+            return (key,), f"must be text, got {type(data[key]).__name__}"
     for key in ("query_tokens", "context_tokens", "forward_ms"):
         if data.get(key) is None:
             return (key,), "missing"
@@ -233,21 +257,21 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
     rows, columns = len(data["query_tokens"]), len(data["context_tokens"])
     table = data["forward_ms"]
     if not isinstance(table, (list, tuple)) or len(table) != rows:
-        got = f"{len(table)}" if isinstance(table, (list, tuple)) else repr(table)
+        got = f"{len(table)}" if isinstance(table, (list, tuple)) else shown(table)
         return ("forward_ms",), f"must be {rows} rows (one per query_tokens value), got {got}"
     for i, row in enumerate(table):
         if not isinstance(row, (list, tuple)) or len(row) != columns:
-            got = f"{len(row)} values" if isinstance(row, (list, tuple)) else repr(row)
+            got = f"{len(row)} values" if isinstance(row, (list, tuple)) else shown(row)
             return ("forward_ms", i), f"must be a row of {columns} values (one per context_tokens value), got {got}"
         for j, value in enumerate(row):
             if not _is_cost(value):
-                return ("forward_ms", i, j), f"must be a finite number >= 0 (milliseconds), got {value!r}"
+                return ("forward_ms", i, j), f"{COST}, got {shown(value)}"
     encode = data.get("encode_ms", 0.0)
     if not _is_cost(encode):
-        return ("encode_ms",), f"must be a finite number >= 0 (milliseconds), got {encode!r}"
+        return ("encode_ms",), f"{COST}, got {shown(encode)}"
     fixed = data.get("encode_fixed_ms")
     if fixed is not None and not (_is_cost(fixed) and fixed <= encode):
-        return ("encode_fixed_ms",), f"must be null or a number from 0 to encode_ms = {encode!r} (milliseconds), got {fixed!r}"
+        return ("encode_fixed_ms",), f"must be null or a number from 0 to encode_ms = {shown(encode)} (milliseconds), got {shown(fixed)}"
     return _batch_problem(data.get("batch_sizes"), data.get("batch_factor"))
 
 
@@ -261,28 +285,42 @@ def _batch_problem(sizes, factors) -> tuple[tuple, str] | None:
     if problem:
         return ("batch_sizes", *problem[0]), problem[1]
     if sizes[0] != 1:
-        return ("batch_sizes", 0), f"must start at 1, got {sizes[0]!r}"
+        return ("batch_sizes", 0), f"must start at 1, got {shown(sizes[0])}"
     if not isinstance(factors, (list, tuple)) or len(factors) != len(sizes):
-        return ("batch_factor",), f"must be {len(sizes)} numbers (one per batch_sizes value), got {factors!r}"
+        return ("batch_factor",), f"must be {len(sizes)} numbers (one per batch_sizes value), got {shown(factors)}"
     for i, value in enumerate(factors):
-        if not _is_cost(value) or value == 0:
-            return ("batch_factor", i), f"must be a finite number > 0, got {value!r}"
+        if not _is_cost(value) or not 0 < value <= MAX_BATCH_FACTOR:
+            return ("batch_factor", i), f"must be a number > 0 and <= {MAX_BATCH_FACTOR:g}, got {shown(value)}"
     return None
+
+
+MAX_BATCH_FACTOR = 100.0  # a batched step measured against the profile's own batch model (1.0: exactly the model)
+
+
+def unknown_field(key) -> str:
+    """What is wrong with an unknown profile field: the closest known name, else the known names.
+
+    >>> unknown_field("encode_fixd_ms")
+    "unknown field (did you mean 'encode_fixed_ms'?)"
+    """
+    close = difflib.get_close_matches(str(key), _KNOWN, n=1)
+    return f"unknown field (did you mean {close[0]!r}?)" if close else f"unknown field (known: {', '.join(_KNOWN)})"
 
 
 def _axis_problem(values, least: int) -> tuple[tuple, str] | None:
     if not isinstance(values, (list, tuple)) or not values:
-        return (), f"must be a non-empty increasing list of integers >= {least}, got {values!r}"
+        return (), f"must be a non-empty increasing list of integers >= {least}, got {shown(values)}"
     for i, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-            return (i,), f"must be an integer >= {least}, got {value!r}"
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not least <= value <= MAX_TOKENS:
+            return (i,), f"must be an integer from {least} to {MAX_TOKENS}, got {shown(value)}"
         if i and value <= values[i - 1]:
-            return (i,), f"must be increasing: {value!r} follows {values[i - 1]!r}"
+            return (i,), f"must be increasing: {shown(value)} follows {shown(values[i - 1])}"
     return None
 
 
 def _is_cost(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value) and value >= 0
+    return (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+            and 0 <= value <= MAX_COST_MS)
 
 
 def dotted(keys: tuple) -> str:
@@ -295,17 +333,58 @@ def dotted(keys: tuple) -> str:
 
 
 def _read_yaml(path: Path):
-    """The file's data and its YAML node tree (for line numbers); a syntax error names the line and column."""
+    """The file's data and its YAML node tree (for line numbers); a syntax error names the line and column, and
+    so does a byte that is not UTF-8. Parsed by libyaml where PyYAML has it (fast, and it refuses nesting beyond
+    1000 levels, on which the pure-Python parser spends seconds before a RecursionError); a syntax error is then
+    described by the pure-Python parser, whose messages say what it found."""
     import yaml
 
-    text = path.read_text(encoding="utf-8")
     try:
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ProfileError(f"{path}: cannot read the cost profile ({err.strerror or err})") from None
+    text = _utf8(raw, path)
+    fast = getattr(yaml, "CSafeLoader", None)
+    try:
+        loader = fast or yaml.SafeLoader
+        return yaml.load(text, Loader=loader), yaml.compose(text, Loader=loader)
+    except RecursionError:  # the pure-Python parser, nested too deeply
+        raise ProfileError(f"{path}: not a cost profile (nested too deeply)") from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ProfileError(f"{where}: not valid YAML ({problem})") from None
+        raise ProfileError(_yaml_problem(path, err if fast is None else _described(text, err))) from None
+
+
+def _described(text: str, err: Exception) -> Exception:
+    """The pure-Python parser's error for ``text`` where libyaml raised ``err`` (its own when nesting was the problem,
+    or when the pure-Python parser does not fail the same way)."""
+    import yaml
+
+    if "nesting depth" in str(getattr(err, "problem", "")):
+        return err
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as described:
+        return described
+    except RecursionError:
+        pass
+    return err
+
+
+def _yaml_problem(path: Path, err: Exception) -> str:
+    mark = getattr(err, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"{where}: not valid YAML ({problem})"
+
+
+def _utf8(raw: bytes, path: Path) -> str:
+    """``raw`` decoded as UTF-8, else a ``ProfileError`` naming the line and column of the first bad byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ProfileError(f"{path}:{line}:{column}: not UTF-8 text (byte 0x{raw[err.start]:02x})") from None
 
 
 def _line_of(node, keys: tuple) -> int:
@@ -315,7 +394,7 @@ def _line_of(node, keys: tuple) -> int:
     for key in keys:
         found = None
         if isinstance(node, yaml.MappingNode):
-            found = next((value for name, value in node.value if name.value == key), None)
+            found = next((value for name, value in node.value if str(name.value) == str(key)), None)
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             found = node.value[key]
         if found is None:

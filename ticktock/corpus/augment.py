@@ -2,8 +2,11 @@
 
 ``python -m ticktock.corpus.augment --in CORPUS --out OUT --profile train --seed 3 [--copies 1] [--short-lead R]`` writes
 ``OUT/audio/<session>-aug<k>.flac`` and ``OUT/manifest.jsonl`` for ``--copies`` augmented versions of every
-session of ``CORPUS`` (the manifest last; a rerun of an interrupted run keeps the audio files already written). Each version draws one ``Augmentation`` from the profile (deterministic per seed, session
-and copy) and applies, in order:
+session of ``CORPUS`` (the manifest last; a rerun of an interrupted run keeps the audio files already written). ``OUT``
+records the command (``OUT/made_by.json``, ``ticktock.corpus.output_folder``): an output that is the input, or that
+holds another corpus or another augmentation's files, is refused unless ``--overwrite`` (which writes every file
+again); the same command's own output, finished or not, is resumed. Each version draws one ``Augmentation`` from the
+profile (deterministic per seed, session and copy) and applies, in order:
 
 - **speed** perturbation: the audio resampled, so tempo and pitch change together; every time in the manifest
   line (turns, words, the script's and the behaviour's times, the duration) is scaled with it;
@@ -44,7 +47,9 @@ Example::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -53,7 +58,9 @@ import numpy as np
 
 from ticktock.results.atomic import atomic_write
 from ticktock.sessions.audio import SAMPLE_RATE, load_audio, resample
+from ticktock.corpus.arguments import real_number, whole_number, whole_range
 from ticktock.corpus.mixing import stable_seed, write_flac
+from ticktock.corpus.output_folder import MadeBy, claim_output, write_record
 from ticktock.errors import InputDataError
 
 UNSCALED_TIMES = ("chunk_s", "first_chunk_s")  # the chunk clock is the model's, not the recording's
@@ -62,6 +69,8 @@ BANDS = {"telephone": (300.0, 3400.0), "narrow": (500.0, 2500.0), "wide": (100.0
 PEAK = 0.99
 BABBLE_POOL = 64  # sessions babble noise is drawn from (loaded once)
 SHORT_LEAD_S = (0.0, 0.3)  # the leading silence ``--short-lead`` keeps, drawn uniformly
+MAX_COPIES = 100
+MAX_SEED = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -321,12 +330,17 @@ def scale_times(value, factor: float, key: str = ""):
     return value
 
 
+def augmented_audio(session_id: str, copy: int) -> str:
+    """The audio file of an augmented version, relative to the output folder: ``audio/<id>-aug<copy>.flac``."""
+    return f"audio/{session_id}-aug{copy}.flac"
+
+
 def augmented_line(line: dict, aug: Augmentation, copy: int, profile: str, lead_cut_s: float = 0.0) -> dict:
     """The manifest line of an augmented version: id ``<id>-aug<copy>``, times scaled by 1 / speed; the
     provenance records ``lead_cut_s`` (seconds of leading silence cut, ``trim_lead``) only where it is not 0."""
     out = scale_times(line, 1.0 / aug.speed)
     out["session_id"] = f"{line['session_id']}-aug{copy}"
-    out["audio"] = f"audio/{out['session_id']}.flac"
+    out["audio"] = augmented_audio(line["session_id"], copy)
     record = {"profile": profile, "copy": copy, "of": line["session_id"], **asdict(aug)}
     if lead_cut_s:
         record["lead_cut_s"] = lead_cut_s
@@ -357,16 +371,48 @@ def babble_pool(source: Path, lines: list[dict], size: int = BABBLE_POOL) -> dic
     return {line["session_id"]: load_audio(source / line["audio"]) for line in chosen}
 
 
-def augment_corpus(source: Path, out: Path, profile: str, seed: int, copies: int = 1, short_lead: float = 0.0) -> Path:
-    """Write ``copies`` augmented versions of every session of the corpus in ``source`` into ``out``, a rate
-    ``short_lead`` of them starting within ``SHORT_LEAD_S`` of the first turn (``trim_lead``)."""
+def check_options(profile: str, seed: int, copies: int, short_lead: float) -> None:
+    """Refuse an unknown profile or a number out of range, naming the option (the CLI's parser checks the same)."""
     if profile not in PROFILES:
         raise AugmentError(f"--profile: unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
-    if copies < 1:
-        raise AugmentError(f"--copies: must be >= 1, got {copies}")
-    if not 0.0 <= short_lead <= 1.0:
+    if not 0 <= seed <= MAX_SEED:
+        raise AugmentError(f"--seed: must be {whole_range(0, MAX_SEED)}, got {seed}")
+    if not 1 <= copies <= MAX_COPIES:
+        raise AugmentError(f"--copies: must be {whole_range(1, MAX_COPIES)}, got {copies}")
+    if not (math.isfinite(short_lead) and 0.0 <= short_lead <= 1.0):
         raise AugmentError(f"--short-lead: must be a rate between 0 and 1, got {short_lead}")
+
+
+def made_by(manifest: Path, profile: str, seed: int, copies: int, short_lead: float) -> MadeBy:
+    """What decides an augmented corpus: the input manifest's digest and the options (``OUT/made_by.json``)."""
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+    return MadeBy("augment", {"--in manifest sha256": digest, "--profile": profile, "--seed": seed, "--copies": copies,
+                              "--short-lead": short_lead})
+
+
+def remove_replaced(out: Path, lines: list[dict], copies: int) -> None:
+    """Delete the files of a corpus being overwritten that bear the names this run writes, before its record is
+    written: a resume of this run must never take them for its own."""
+    for line in lines:
+        for copy in range(copies):
+            (out / augmented_audio(line["session_id"], copy)).unlink(missing_ok=True)
+
+
+def augment_corpus(source: Path, out: Path, profile: str, seed: int, copies: int = 1, short_lead: float = 0.0,
+                   overwrite: bool = False) -> Path:
+    """Write ``copies`` augmented versions of every session of the corpus in ``source`` into ``out``, a rate
+    ``short_lead`` of them starting within ``SHORT_LEAD_S`` of the first turn (``trim_lead``).
+
+    ``out`` must not be ``source``, nor hold another corpus or another augmentation's files unless ``overwrite``
+    (``ticktock.corpus.output_folder``); the audio files of this same command's interrupted run are kept."""
+    check_options(profile, seed, copies, short_lead)
+    source, out = Path(source), Path(out)
     lines = read_lines(source / "manifest.jsonl")
+    record = made_by(source / "manifest.jsonl", profile, seed, copies, short_lead)
+    keep_written = claim_output(out, record, {"--in": source}, overwrite) and not overwrite
+    if overwrite:
+        remove_replaced(out, lines, copies)
+    write_record(out, record)
     pool = babble_pool(source, lines)
     written = []
     for line in lines:
@@ -385,7 +431,7 @@ def augment_corpus(source: Path, out: Path, profile: str, seed: int, copies: int
                 if shortened:
                     paused, paused_line, cut = trim_lead(paused, paused_line, keep_s)
             new = augmented_line(paused_line, aug, copy, profile, cut)
-            if not (out / new["audio"]).is_file():  # written atomically: a file there is complete (a rerun resumes)
+            if not (keep_written and (out / new["audio"]).is_file()):  # written atomically: a file there is complete
                 samples = augment_audio(paused, aug, others)
                 length = int(round(new["duration_s"] * SAMPLE_RATE))  # the scaled duration, to the sample
                 write_flac(out / new["audio"], np.pad(samples, (0, max(0, length - len(samples))))[:length])
@@ -401,13 +447,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--in", dest="source", required=True, type=Path, help="corpus folder (manifest.jsonl + audio/)")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--profile", default="train", help=f"augmentation ranges: {', '.join(PROFILES)}")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--copies", type=int, default=1, help="augmented versions of every session")
-    parser.add_argument("--short-lead", type=float, default=0.0, metavar="R",
+    parser.add_argument("--seed", type=whole_number(0, MAX_SEED), default=0)
+    parser.add_argument("--copies", type=whole_number(1, MAX_COPIES), default=1, help="augmented versions of every session")
+    parser.add_argument("--short-lead", type=real_number(0.0, 1.0), default=0.0, metavar="R",
                         help="the rate of versions whose leading silence is cut to 0-0.3 s, as real recordings start "
                              "(0: none)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a folder that holds another corpus or another augmentation's files, writing "
+                             "every file again (never the input folder)")
     args = parser.parse_args(argv)
-    manifest = augment_corpus(args.source, args.out, args.profile, args.seed, args.copies, args.short_lead)
+    manifest = augment_corpus(args.source, args.out, args.profile, args.seed, args.copies, args.short_lead,
+                              args.overwrite)
     print(f"wrote {manifest}")
     return 0
 

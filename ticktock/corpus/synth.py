@@ -7,7 +7,10 @@ Usage::
 This writes ``OUT/audio/<session_id>.flac`` (16 kHz mono, 16-bit) for every session and then
 ``OUT/manifest.jsonl``. Every file is written to a temporary name and renamed, and the manifest is written
 only after all audio succeeded, so a failed run never leaves a partial manifest. The same arguments give
-byte-identical files. ``add_arguments`` / ``main`` let a parent CLI mount this as a subcommand.
+byte-identical files. ``OUT/made_by.json`` records the command and its options (written first): a folder that
+holds another corpus (or another synth's files) is refused before any work unless ``--overwrite``, while the same
+command run again writes its own output again (``ticktock.corpus.output_folder``). ``add_arguments`` / ``main``
+let a parent CLI mount this as a subcommand.
 
 Example::
 
@@ -29,10 +32,13 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from ticktock.errors import ConfigError
 from ticktock.sessions.audio import SAMPLE_RATE
 from ticktock.sessions.manifest import Session, write_manifest
+from ticktock.corpus.arguments import real_number, whole_number
 from ticktock.corpus.layout import PlacedTurn, UtteranceTiming, place, resolve, session_samples
 from ticktock.corpus.mixing import BACKGROUND_GAIN_DB, ROOM_TONE_DBFS, mix, room_tone, stable_seed, write_flac
+from ticktock.corpus.output_folder import MadeBy, claim_output, write_record
 from ticktock.corpus.script import SessionScript
 from ticktock.corpus.piper_voice import engine_description, piper_voice
 from ticktock.corpus.speech import SpokenText, Voice, pick_voice, speak
@@ -44,13 +50,22 @@ from ticktock.world.mock_tools import TOOL_SCHEMAS
 GENERATOR_VERSION = "1"
 USER_VOICES = ("espeak", "piper")
 SOURCE = "ticktock-synth"
+MAX_SEED = 2**32 - 1
+MAX_SESSIONS_PER_TASK = 100_000
+ROOM_TONE_RANGE_DBFS = (-120.0, -20.0)
+
+
+class SynthOptionError(ConfigError):
+    """A synth option that cannot be used: a seed of the other split, an unknown task (exit code 2)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The corpus options, for ``python -m ticktock.corpus.synth`` or a ``ticktock corpus synth`` subcommand."""
     parser.add_argument("--out", required=True, type=Path, help="output folder (manifest.jsonl + audio/)")
-    parser.add_argument("--seed", required=True, type=int, help="eval seeds are < 1000000, train seeds >= 1000000")
-    parser.add_argument("--sessions-per-task", required=True, type=int, help="sessions generated for each task")
+    parser.add_argument("--seed", required=True, type=whole_number(0, MAX_SEED),
+                        help="eval seeds are < 1000000, train seeds >= 1000000")
+    parser.add_argument("--sessions-per-task", required=True, type=whole_number(1, MAX_SESSIONS_PER_TASK),
+                        help="sessions generated for each task")
     parser.add_argument("--split", default="eval", choices=SPLITS, help="item split (default: eval)")
     parser.add_argument("--tasks", default=",".join(BUILDERS), help="comma-separated task types (default: all 8)")
     parser.add_argument("--user-voice", default="espeak", choices=USER_VOICES,
@@ -59,8 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "speakers stay eSpeak voices")
     parser.add_argument("--no-room-tone", dest="room_tone", action="store_false",
                         help="leave silence digitally silent instead of adding low-level room tone")
-    parser.add_argument("--room-tone-dbfs", type=float, default=ROOM_TONE_DBFS,
+    parser.add_argument("--room-tone-dbfs", type=real_number(*ROOM_TONE_RANGE_DBFS), default=ROOM_TONE_DBFS,
                         help=f"room tone level, RMS dBFS (default {ROOM_TONE_DBFS})")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a folder that already holds another corpus (its manifest is replaced)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -69,30 +86,37 @@ def main(args: argparse.Namespace) -> int:
     try:
         check_seed(args.split, args.seed)
     except SplitError as err:
-        raise SystemExit(str(err)) from None
+        raise SynthOptionError(str(err)) from None
     if args.sessions_per_task < 1:
-        raise SystemExit(f"--sessions-per-task must be >= 1, got {args.sessions_per_task}")
+        raise SynthOptionError(f"--sessions-per-task must be >= 1, got {args.sessions_per_task}")
     started = time.perf_counter()
     tone_dbfs = args.room_tone_dbfs if args.room_tone else None
-    sessions = generate(args.out, tasks, args.split, args.seed, args.sessions_per_task, tone_dbfs, args.user_voice)
+    sessions = generate(args.out, tasks, args.split, args.seed, args.sessions_per_task, tone_dbfs, args.user_voice,
+                        overwrite=args.overwrite)
     print(summary(sessions, time.perf_counter() - started))
     return 0
 
 
 def parse_tasks(text: str) -> list[str]:
-    """``parse_tasks("fdb_v3, alpaca_eval") == ["fdb_v3", "alpaca_eval"]``; unknown names raise SystemExit."""
+    """``parse_tasks("fdb_v3, alpaca_eval") == ["fdb_v3", "alpaca_eval"]``; unknown names raise SynthOptionError."""
     tasks = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [t for t in tasks if t not in BUILDERS]
     if unknown or not tasks:
-        raise SystemExit(f"--tasks: unknown task(s) {unknown or text!r}; choose from {', '.join(BUILDERS)}")
+        raise SynthOptionError(f"--tasks: unknown task(s) {unknown or text!r}; choose from {', '.join(BUILDERS)}")
     return tasks
 
 
 def generate(out: Path, tasks: Sequence[str], split: str, seed: int, count: int,
-             room_tone_dbfs: float | None = ROOM_TONE_DBFS, user_voice: str = "espeak") -> list[Session]:
+             room_tone_dbfs: float | None = ROOM_TONE_DBFS, user_voice: str = "espeak",
+             overwrite: bool = False) -> list[Session]:
     """Synthesize ``count`` sessions per task into ``out`` and write the manifest last (``user_voice``: see
-    ``choose_voices``)."""
+    ``choose_voices``). ``out`` must not hold another corpus unless ``overwrite`` (``output_folder.claim_output``)."""
     out = Path(out)
+    record = MadeBy("synth", {"--seed": seed, "--split": split, "--sessions-per-task": count, "--tasks": list(tasks),
+                              "--user-voice": user_voice, "--room-tone-dbfs": room_tone_dbfs,
+                              "generator": GENERATOR_VERSION})
+    claim_output(out, record, {}, overwrite)
+    write_record(out, record)
     sessions = []
     for task in tasks:
         for index, script in enumerate(build_scripts(task, split, seed, count)):
@@ -197,4 +221,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    from ticktock.errors import user_errors
+
+    with user_errors():
+        sys.exit(cli())

@@ -61,9 +61,12 @@ class DecoderConfigError(ConfigError, ValueError):
     """A decoder setting is unknown or out of range; the message names the key, the value and what is allowed."""
 
 
-def knob(default, kind: type, minimum: float | None = None, optional: bool = False, choices: tuple = ()):
-    """A decoder setting: a dataclass field with its type, lower bound, null-ability and allowed values."""
-    return field(default=default, metadata={"kind": kind, "minimum": minimum, "optional": optional, "choices": choices})
+def knob(default, kind: type, minimum: float | None = None, optional: bool = False, choices: tuple = (),
+         maximum: float | None = None):
+    """A decoder setting: a dataclass field with its type, bounds, null-ability and allowed values (a float is
+    always finite)."""
+    return field(default=default, metadata={"kind": kind, "minimum": minimum, "optional": optional, "choices": choices,
+                                            "maximum": maximum})
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,8 @@ class DecoderSettings:
     # Every decoder's: early prefill of the next chunk's final audio embeddings in the idle window (beyond the
     # paper; only for an adapter whose front-end is causal below a chunk: ``ModelAdapter.causal_granularity_ms``).
     early_prefill: bool = knob(False, bool)
-    prefill_every_ms: float = knob(200.0, float, minimum=1.0)  # feed what is final each time this much more arrived
+    prefill_every_ms: float = knob(200.0, float, minimum=1.0, maximum=60_000.0)  # feed what is final each time this
+    #   much more arrived (at most a minute: longer than any chunk, it feeds nothing more)
 
     def __post_init__(self):
         for spec in fields(self):
@@ -117,15 +121,20 @@ _KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str:
 
 def _check_knob(key: str, value, spec) -> None:
     kind, minimum, optional, choices = spec["kind"], spec["minimum"], spec["optional"], spec["choices"]
+    maximum = spec.get("maximum")
     if value is None and optional:
         return
-    allowed = _KIND_NAMES[kind] + (f" >= {minimum}" if minimum is not None else "") + (" or null" if optional else "")
+    bounds = f" >= {minimum}" if minimum is not None else ""
+    if maximum is not None:
+        bounds = f" from {minimum} to {maximum}" if minimum is not None else f" <= {maximum}"
+    allowed = _KIND_NAMES[kind] + bounds + (" or null" if optional else "")
     if choices:
         allowed = "one of " + ", ".join(map(repr, choices))
     fits = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
     if kind is float:
         fits = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not fits or (minimum is not None and value < minimum) or (choices and value not in choices):
+    out_of_range = fits and ((minimum is not None and value < minimum) or (maximum is not None and value > maximum))
+    if not fits or out_of_range or (choices and value not in choices):
         raise DecoderConfigError(f"decoder.{key}: must be {allowed}, got {value!r}")
 
 

@@ -32,6 +32,14 @@ Deviations from the original, and why:
 
 - A fully matched guess commits N tokens (N-1 drafts + the target's next token, our standard walk); the
   original commits only N-1 and re-feeds the last draft. More tokens per forward, same output.
+  ``lade_commit: true`` reproduces the original's rule exactly. Its match loop (``gg`` in
+  ``jacobi_greedy_search_multilevel``) stops at a guess's last, (N-1)-th token whether it matches or not, so
+  at most the first N-2 tokens of a guess are accepted, then the target's token after the last accepted one
+  is committed (on a full match it equals the guess's last token): at most N-1 tokens per forward. With the
+  knob, a guess's (N-1)-th token still rides in the forward as a helper node that is never accepted
+  (``add_guess``); the cache keeps the root and the accepted drafts and the last committed token is fed next,
+  as the original keeps ``kvcache_len + max_hit`` entries and feeds ``hits[max_hit]``. Helper tokens are not
+  counted as offered draft tokens (``ChunkCounters.draft_tokens`` counts what can be accepted).
 - Guesses sharing a prefix are merged into a trie (``DraftTree.add_chain``), so shared prefixes are fed once.
   The deepest match in the trie is the original's longest match over candidates, so the same tokens are
   accepted; the original's "first candidate wins ties" only chose which identical KV entries to keep.
@@ -47,7 +55,8 @@ Example::
 
     >>> decoder = LookaheadDecoder(level=5, window=7, guess=7)
     >>> decoder.describe()
-    {'name': 'lookahead', 'early_prefill': False, 'prefill_every_ms': 200.0, 'level': 5, 'window': 7, 'guess': 7, 'seed': 10}
+    {'name': 'lookahead', 'early_prefill': False, 'prefill_every_ms': 200.0, 'level': 5, 'window': 7, 'guess': 7,
+     'seed': 10, 'lade_commit': False}
 """
 
 from __future__ import annotations
@@ -157,12 +166,29 @@ class JacobiWindow:
             self.levels = [lvl[1:] for lvl in self.levels] + [predictions[1:]]
 
 
+def add_guess(tree: DraftTree, guess: Sequence[int], acceptable: int) -> None:
+    """Add one guess as a chain from the root: its first ``acceptable`` tokens as verifiable trie nodes (shared
+    prefixes are fed once), the rest as helper nodes that ride in the forward and are never accepted.
+
+    Example (LADE's rule for N = 4: a guess of 3 tokens, of which the first 2 can be accepted)::
+
+        >>> tree = DraftTree(); add_guess(tree, [41, 42, 43], acceptable=2); add_guess(tree, [41, 42, 44], acceptable=2)
+        >>> tree.tokens, tree.parents, tree.verifiable
+        ([41, 42, 43, 44], [-1, 0, 1, 1], [True, True, False, False])
+    """
+    nodes = tree.add_chain(guess[:acceptable], source="lookahead")
+    parent = nodes[-1] if nodes else -1
+    for token in guess[acceptable:]:
+        parent = tree.add_node(token, parent, False, "lookahead")
+
+
 @dataclass(frozen=True)
 class LookaheadSettings(DecoderSettings):
     level: int = knob(5, int, minimum=3)
     window: int = knob(7, int, minimum=1)
     guess: int = knob(7, int, minimum=1)
     seed: int = knob(10, int)
+    lade_commit: bool = knob(False, bool)  # True: LADE's commit rule, at most N-1 tokens per forward (module docstring)
 
 
 class LookaheadDecoder(Decoder):
@@ -200,10 +226,11 @@ class LookaheadDecoder(Decoder):
         return tree
 
     def _add_guesses(self, tree: DraftTree, step) -> None:
-        """The verification branch: the pool's n-grams for the root, cut to the chunk, as a trie."""
-        guesses = self.pool.candidates(self._root)
-        for ngram in guesses:
-            tree.add_chain(trim_draft(ngram, step.protocol, len(step.output)), source="lookahead")
+        """The verification branch: the pool's n-grams for the root, cut to the chunk, as a trie (with
+        ``lade_commit``, only a guess's first N-2 tokens can be accepted)."""
+        acceptable = self.settings.level - 2 if self.settings.lade_commit else self.settings.level - 1
+        for ngram in self.pool.candidates(self._root):
+            add_guess(tree, trim_draft(ngram, step.protocol, len(step.output)), acceptable)
 
     def observe(self, step, result: Verification) -> None:
         newest = [1 + node for node in self._window_nodes[-1]]

@@ -11,6 +11,15 @@ not: rejected candidates are "recycled") is overwritten with the top-k of its lo
 original keeps it across prompts (paper Fig. 2: "initialized by inheriting from the previous query").
 Unfilled rows draft token 0 everywhere; those drafts are simply rejected.
 
+Scope of ``A``: one per decoder instance, i.e. per concurrency slot and per shard. A run with
+``concurrency.sessions=N`` replays with N decoders (one per slot), and each shard of a sharded run
+(``shard.count=K``) is its own process with its own decoder; every one of them starts with ``A`` cold and warms it
+only on the sessions it replays. So Token Recycling's figures (accepted tokens, speedup) depend on N and on K, not
+only on the sessions: the same sessions replayed with N = 4, or split over 4 shards, start cold four times and see
+each matrix warmed on a quarter of them. run.json records it (``decoder.adjacency_matrix_scope``, with N in
+``config.concurrency.sessions`` and the shard in ``shard``), and ``python -m ticktock.tables`` says so under
+"Produced by" when recycling runs of different N or shard counts are in one comparison.
+
 Our setting:
 
 - Audio prefill (a chunk's first forward): its last input is normally an audio embedding, which has no
@@ -55,6 +64,9 @@ import torch
 
 from ticktock.decoders.contract import Decoder, DecoderConfigError, DecoderSettings, knob
 from ticktock.decoders.trees import DraftTree, Verification
+
+ADJACENCY_SCOPE = ("per decoder instance: one per concurrency slot (config.concurrency.sessions) and per shard "
+                   "(shard.count), each starting cold; kept across the chunks and sessions that instance replays")
 
 # Static tree templates as data: rank path of a parent -> number of children (ranks 0..n-1 below it).
 # "2.2.2" is the TR default (the official Token Recycling code's tree_template_.py lists the same counts).
@@ -266,4 +278,4 @@ class TokenRecyclingDecoder(Decoder):
         return self.adjacency
 
     def describe(self) -> dict:
-        return {**super().describe(), "tree_nodes": len(self.template)}
+        return {**super().describe(), "tree_nodes": len(self.template), "adjacency_matrix_scope": ADJACENCY_SCOPE}

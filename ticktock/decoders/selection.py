@@ -66,7 +66,8 @@ class Sampling:
     seed: int = 0
 
     def __post_init__(self):
-        _check_number("sampling.temperature", self.temperature, "a number >= 0", lambda v: v >= 0)
+        _check_number("sampling.temperature", self.temperature, "0 (greedy) or a number from 0.01 to 100",
+                      lambda v: v == 0 or 0.01 <= v <= 100)  # below 0.01 a float32 logit / T overflows to inf
         _check_number("sampling.top_p", self.top_p, "in (0, 1]", lambda v: 0 < v <= 1)
         _check_int("sampling.top_k", self.top_k, "an integer >= 0 (0: off)", lambda v: v >= 0)
         _check_int("seed", self.seed, "an integer", lambda v: True)

@@ -155,8 +155,8 @@ class SpecListenSettings(DecoderSettings):
     lookup_tools: bool = knob(False, bool)
     hypothesis: str = knob("silence", str, choices=("silence", "partial"))
     redraft_policy: str = knob("interval", str, choices=("interval", "speech", "first_token"))
-    redraft_every_ms: float = knob(200.0, float, minimum=1.0)
-    redraft_speech_dbfs: float = knob(-45.0, float)
+    redraft_every_ms: float = knob(200.0, float, minimum=1.0, maximum=60_000.0)
+    redraft_speech_dbfs: float = knob(-45.0, float, minimum=-200.0, maximum=0.0)  # RMS dB full scale (-200: silence)
     draft_selection: str = knob("greedy", str, choices=DRAFT_SELECTIONS)
 
     def check(self) -> None:

@@ -6,10 +6,17 @@ model is initialised from ``--seed`` and trained for a fixed number of optimizer
 with that seed. Loss curves go to ``training_log.csv`` and ``loss.png`` in the output folder.
 
 Training runs in **stages**: ``--stage-minutes M`` (or ``--stage-steps N``) stops at a checkpoint
-(``<out>/checkpoint.pt``: weights, optimizer, random states, the epoch's batches and where it is in them), and the
-same command resumes it exactly where it stopped, bit for bit on the same machine and thread count; a checkpoint
-is also saved every ``--checkpoint-every`` steps, so a crash loses little. A checkpoint of other training options
-is refused, naming them. The examples built from the corpus are cached in the corpus folder.
+(``<out>/checkpoint.safetensors``: weights, optimizer, random states, the epoch's batches and where it is in them),
+and the same command resumes it exactly where it stopped, bit for bit on the same machine and thread count; a
+checkpoint is also saved every ``--checkpoint-every`` steps, so a crash loses little. A checkpoint of other training
+options is refused, naming them. The examples built from the corpus are cached in the corpus folder
+(``examples-*.npz``).
+
+Nothing here unpickles a file: checkpoints are safetensors with JSON metadata (``ticktock.embedded.checkpoint``), the
+example cache a NumPy archive read with ``allow_pickle=False`` (``ticktock.embedded.example_cache``). A checkpoint of
+the earlier pickle format (``checkpoint.pt``) is refused in one line, never loaded; a cache of that format
+(``examples-*.pkl``) is left unread and the examples are built again. Every number option is checked before any
+work (argparse: ``error: argument --lr: expected a finite number > 0 and <= 1, got 'nan'``).
 
 Example (a model from scratch, as the shipped weights' first stage; about 80 minutes on 2 CPU cores, plus 11
 minutes to synthesize the corpus; the second stage is in ``weights/MODEL_CARD.md``)::
@@ -29,7 +36,6 @@ import argparse
 import csv
 import json
 import math
-import pickle
 import subprocess
 import sys
 import time
@@ -39,16 +45,28 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ticktock.results.atomic import atomic_write
+from ticktock.corpus.arguments import real_number, whole_number
+from ticktock.embedded.checkpoint import CheckpointError, load_state, save_state
 from ticktock.embedded.data import batches, build_example, collate, forward_loss, phrasing_examples, word_vocabulary
+from ticktock.embedded.example_cache import ExampleCacheError, read_examples, write_examples
 from ticktock.embedded.model import (Architecture, SYSTEM_PROMPT, build_model, load_embedded_adapter, make_adapter,
                                      save_model)
 from ticktock.embedded.targets import FRAME_SETS, ReplyVariety, tool_call_text
-from ticktock.embedded.tokenizer import train_tokenizer
-from ticktock.sessions.manifest import load_manifest
+from ticktock.embedded.tokenizer import SPECIAL_TOKENS, train_tokenizer
+from ticktock.errors import InputDataError, RunFolderError
+from ticktock.sessions.manifest import TASK_TYPES, load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
 
 TRAIN_SEED_BASE = 1_000_000
+VALIDATION_SESSIONS = 16  # held out at least (1 in 50 of a larger corpus): a corpus needs more sessions than this
+MAX_SEED = 2**31 - 1
+MAX_SESSIONS_PER_TASK = 100_000
+MAX_STEPS = 100_000_000
+MAX_TASK_WEIGHT = 100
+
+
+class TrainingDataError(InputDataError):
+    """A training corpus that cannot be trained on: evaluation sessions in it, or too few sessions (exit code 3)."""
 
 
 def generate_corpus(folder: Path, per_task: int, seed: int) -> Path:
@@ -58,7 +76,10 @@ def generate_corpus(folder: Path, per_task: int, seed: int) -> Path:
     command = [sys.executable, "-m", "ticktock.corpus.synth", "--out", str(folder), "--split", "train",
                "--seed", str(TRAIN_SEED_BASE + seed), "--sessions-per-task", str(per_task)]
     print("generating the training corpus:", " ".join(command), flush=True)
-    subprocess.run(command, check=True)
+    done = subprocess.run(command)
+    if done.returncode:
+        raise TrainingDataError(f"{folder}: generating the training corpus failed (exit status {done.returncode}; "
+                                "its error is the line above)")
     return manifest
 
 
@@ -73,12 +94,30 @@ def corpus_texts(sessions, executor) -> list[str]:
     return texts
 
 
+def cached_examples(cache: Path) -> list | None:
+    """The examples cached in ``cache`` (``example_cache``), or None: there is no cache, or it cannot be used (a
+    line says why; it is built again). A cache of the earlier pickle format beside it is never read."""
+    legacy = cache.with_suffix(".pkl")
+    if legacy.is_file() and not cache.is_file():
+        print(f"note: {legacy}: an example cache of the earlier pickle format, not read (a pickle can run code); "
+              f"building {cache.name} instead (the .pkl file can be deleted)", flush=True)
+    if not cache.is_file():
+        return None
+    try:
+        return read_examples(cache)
+    except ExampleCacheError as err:
+        print(f"note: {err}; building it again", flush=True)
+        return None
+
+
 def load_examples(sessions, adapter, executor, vocabulary, cache: Path, phrasings: int = 1, seed: int = 0,
                   variety: ReplyVariety = ReplyVariety()):
     """Per session, its examples: the scripted phrasing and ``phrasings - 1`` drawn ones (``phrasing_examples``,
-    mixed and framed as ``variety`` says), sharing the audio; built once and cached in ``cache``."""
-    if cache.is_file():
-        return pickle.loads(cache.read_bytes())
+    mixed and framed as ``variety`` says), sharing the audio; built once and cached in ``cache`` (an ``.npz``,
+    ``example_cache``)."""
+    cached = cached_examples(cache)
+    if cached is not None:
+        return cached
     examples = []
     began = time.time()
     for i, session in enumerate(sessions):
@@ -86,8 +125,7 @@ def load_examples(sessions, adapter, executor, vocabulary, cache: Path, phrasing
         examples.append(phrasing_examples(first, session, adapter, executor, phrasings, seed, variety))
         if (i + 1) % 500 == 0:
             print(f"  examples {i + 1}/{len(sessions)} ({time.time() - began:.0f} s)", flush=True)
-    with atomic_write(cache) as tmp:
-        tmp.write_bytes(pickle.dumps(examples))
+    write_examples(cache, examples)
     return examples
 
 
@@ -111,8 +149,15 @@ def training_sessions(manifest: Path) -> list:
     sessions = load_manifest(manifest)
     splits = {s.provenance.get("split") for s in sessions}
     if splits != {"train"}:
-        raise SystemExit(f"{manifest}: training needs split 'train' sessions only, found {sorted(map(str, splits))}")
+        raise TrainingDataError(f"{manifest}: training needs split 'train' sessions only, found {sorted(map(str, splits))}")
     return sessions
+
+
+def check_enough(sessions, manifest: Path) -> None:
+    """A corpus must leave sessions to train on once ``VALIDATION_SESSIONS`` are held out."""
+    if len(sessions) <= VALIDATION_SESSIONS:
+        raise TrainingDataError(f"{manifest}: {len(sessions)} sessions; training needs at least "
+                                f"{VALIDATION_SESSIONS + 1} ({VALIDATION_SESSIONS} are held out for validation)")
 
 
 def augmented_of(session) -> str | None:
@@ -121,10 +166,14 @@ def augmented_of(session) -> str | None:
 
 
 def task_weight(text: str) -> tuple[str, int]:
-    """``--task-weight`` values: ``TASK=N`` with N a whole number >= 1, e.g. ``fdb_v3=2``."""
+    """``--task-weight`` values: ``TASK=N`` with TASK a task type and N a whole number from 1 to 100, e.g.
+    ``fdb_v3=2``."""
     task, sep, count = text.partition("=")
-    if not sep or not task or not count.isdigit() or int(count) < 1:
-        raise argparse.ArgumentTypeError(f"expected TASK=N with N a whole number >= 1 (e.g. fdb_v3=2), got {text!r}")
+    if not sep or not task or not count.isdigit() or not 1 <= int(count) <= MAX_TASK_WEIGHT:
+        raise argparse.ArgumentTypeError(f"expected TASK=N with N a whole number from 1 to {MAX_TASK_WEIGHT} "
+                                         f"(e.g. fdb_v3=2), got {text!r}")
+    if task not in TASK_TYPES:
+        raise argparse.ArgumentTypeError(f"unknown task {task!r} in {text!r} (tasks: {', '.join(TASK_TYPES)})")
     return task, int(count)
 
 
@@ -183,12 +232,13 @@ def plot_losses(log: Path, out: Path) -> None:
 RUN_OPTIONS = ("corpus", "init", "extra_corpus", "phrasings", "framing", "frames", "mixing", "wording", "generate",
                "seed", "vocab", "hidden", "layers", "steps", "warmup", "lr", "batch_tokens", "bf16", "word_weight",
                "task_weight", "log_every", "val_every")  # what makes a training run: a checkpoint resumes only the same run
-CHECKPOINT = "checkpoint.pt"
+CHECKPOINT = "checkpoint.safetensors"
+LEGACY_CHECKPOINT = "checkpoint.pt"  # the earlier, pickled format: refused, never loaded
 LOG_COLUMNS = ["step", "elapsed_s", "lr", "train_loss", "train_token_acc", "word_acc", "val_loss", "val_token_acc"]
 
 
-class TrainingRunError(SystemExit):
-    """A checkpoint that belongs to another training run (different options), or cannot be read."""
+class TrainingRunError(RunFolderError):
+    """A checkpoint that belongs to another training run (different options), or cannot be read (exit code 4)."""
 
 
 def run_options(args) -> dict:
@@ -218,26 +268,51 @@ class Progress:
 
 
 def save_checkpoint(path: Path, state: dict) -> None:
-    """Write a checkpoint atomically (a crash while saving keeps the previous one)."""
-    partial = path.with_suffix(".partial")
-    torch.save(state, partial)
-    partial.replace(path)
+    """Write a checkpoint atomically (a crash while saving keeps the previous one); data only (``checkpoint``)."""
+    save_state(path, state)
+
+
+def refuse_legacy_checkpoint(out: Path) -> None:
+    """A checkpoint of the earlier pickle format in ``out`` is refused before any work, never loaded (unpickling
+    can run code)."""
+    legacy = out / LEGACY_CHECKPOINT
+    if legacy.is_file():
+        raise TrainingRunError(f"{legacy}: a checkpoint of the earlier pickle format, which is never loaded (unpickling "
+                               "can run code); delete it to train from the start, or use another --out")
 
 
 def load_checkpoint(path: Path, options: dict) -> dict | None:
-    """The checkpoint in ``path`` (None: there is none), refused when it was made with other options."""
+    """The checkpoint in ``path`` (None: there is none), refused when it was made with other options or cannot be
+    read."""
     if not path.is_file():
         return None
     try:
-        state = torch.load(path, weights_only=False)
-    except Exception as err:  # a torn or foreign file: say which, and how to start over
+        state = load_state(path)
+    except CheckpointError as err:  # a torn or foreign file: say which, and how to start over
         raise TrainingRunError(f"{path}: cannot read the checkpoint ({err}); delete it to train from the start") from None
+    if not isinstance(state.get("options"), dict):
+        raise TrainingRunError(f"{path}: cannot read the checkpoint (no training options in it); delete it to train "
+                               "from the start")
     changed = {k: (state["options"].get(k), v) for k, v in options.items() if state["options"].get(k) != v}
     if changed:
         detail = ", ".join(f"--{k.replace('_', '-')} {old!r} -> {new!r}" for k, (old, new) in changed.items())
         raise TrainingRunError(f"{path}: a checkpoint of another training run ({detail}); use another --out, "
                                "or delete the checkpoint to train from the start")
     return state
+
+
+def restore(state: dict, modules: dict, rng: np.random.Generator, path: Path) -> Progress:
+    """Load a checkpoint's weights, optimizer and random states into the run; its progress. A checkpoint that
+    does not fit (a tensor of another shape, a missing entry) is refused in one line naming ``path``."""
+    try:
+        for name, module in modules.items():
+            module.load_state_dict(state[name])
+        rng.bit_generator.state = state["numpy_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        return Progress(**state["progress"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise TrainingRunError(f"{path}: the checkpoint does not fit this training run ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0][:200]}); delete it to train from the start") from None
 
 
 def next_batch(progress: Progress, train_set, batch_tokens: int, rng) -> list[int]:
@@ -284,12 +359,14 @@ def initial_model(args, sessions, executor):
 
 def train(args) -> None:
     """Train (or resume) the run of ``args``; with ``--stage-minutes``, stop at a checkpoint after that long."""
+    refuse_legacy_checkpoint(Path(args.out))
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)
     corpus = Path(args.corpus)
     manifest = generate_corpus(corpus, args.generate, args.seed) if args.generate else corpus / "manifest.jsonl"
     sessions = training_sessions(manifest)
+    check_enough(sessions, manifest)
     extra = [training_sessions(Path(folder) / "manifest.jsonl") for folder in args.extra_corpus]
     executor = MockToolExecutor()
     model, frontend, tokenizer, arch, origin = initial_model(args, sessions, executor)
@@ -300,11 +377,11 @@ def train(args) -> None:
     vocabulary = word_vocabulary(sessions)
     word_head = torch.nn.Linear(arch.hidden_size, len(vocabulary) + 2)  # auxiliary, not shipped
     variety = ReplyVariety(framing=args.framing, mixing=args.mixing, frames=args.frames, wording=args.wording)
-    cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{variety_tag(variety)}-{tokenizer_digest(tokenizer)}.pkl"
+    cache = f"examples-v{len(tokenizer)}-s{args.seed}-p{args.phrasings}{variety_tag(variety)}-{tokenizer_digest(tokenizer)}.npz"
     examples = load_examples(sessions, adapter, executor, vocabulary, corpus / cache, args.phrasings, args.seed,
                              variety)
     order = rng.permutation(len(examples))
-    held = max(16, len(examples) // 50)
+    held = max(VALIDATION_SESSIONS, len(examples) // 50)
     valid = [examples[i][0] for i in order[:held]]  # the scripted phrasing, as the evaluation corpus has it
     held_ids = {e.session_id for e in valid}
     weights = dict(args.task_weight)
@@ -322,11 +399,7 @@ def train(args) -> None:
     options, progress = run_options(args), Progress()
     resumed = load_checkpoint(out / CHECKPOINT, options)
     if resumed is not None:
-        for name, module in modules.items():
-            module.load_state_dict(resumed[name])
-        rng.bit_generator.state = resumed["numpy_rng"]
-        torch.set_rng_state(resumed["torch_rng"])
-        progress = Progress(**resumed["progress"])
+        progress = restore(resumed, modules, rng, out / CHECKPOINT)
         print(f"resuming {out / CHECKPOINT} at step {progress.step}/{args.steps}", flush=True)
 
     def checkpoint() -> None:
@@ -390,14 +463,43 @@ def train(args) -> None:
     print(json.dumps(training, indent=2))
 
 
+def min_generate() -> int:
+    """The fewest sessions per task ``--generate`` may ask for: the corpus (every task) must outnumber the
+    validation sessions."""
+    from ticktock.corpus.tasks import BUILDERS
+
+    return VALIDATION_SESSIONS // len(BUILDERS) + 1
+
+
+def option_problem(args) -> str | None:
+    """What is wrong with a combination of options (each is checked alone as it is parsed), or None.
+
+    >>> option_problem(argparse.Namespace(steps=0, init=None, generate=0))
+    "argument --steps: 0 steps train nothing; expected a whole number from 1 to 100000000 (0 only with --init, to save a trained model as it is), got '0'"
+    >>> option_problem(argparse.Namespace(steps=10, init=None, generate=1))
+    "argument --generate: 1 session per task leaves nothing to train on (16 sessions are held out for validation); expected 0 (train on the corpus as it is) or a whole number from 3 to 100000, got '1'"
+    """
+    if args.steps == 0 and not args.init:
+        return (f"argument --steps: 0 steps train nothing; expected a whole number from 1 to {MAX_STEPS} (0 only "
+                "with --init, to save a trained model as it is), got '0'")
+    if 0 < args.generate < min_generate():
+        sessions = f"{args.generate} session{'s' if args.generate > 1 else ''} per task"
+        return (f"argument --generate: {sessions} leaves nothing to train on ({VALIDATION_SESSIONS} sessions are held "
+                f"out for validation); expected 0 (train on the corpus as it is) or a whole number from "
+                f"{min_generate()} to {MAX_SESSIONS_PER_TASK}, got '{args.generate}'")
+    return None
+
+
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ticktock.embedded.train", description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True, help="folder of the training corpus (generated there if --generate)")
-    parser.add_argument("--generate", type=int, default=0, help="sessions per task to generate when the folder is empty")
+    parser.add_argument("--generate", type=whole_number(0, MAX_SESSIONS_PER_TASK), default=0,
+                        help=f"sessions per task to generate when the folder is empty (0: none; else at least "
+                             f"{min_generate()}, as {VALIDATION_SESSIONS} sessions are held out for validation)")
     parser.add_argument("--extra-corpus", action="append", default=[], metavar="DIR",
                         help="more training sessions, e.g. an augmented copy of the corpus (python -m "
                              "ticktock.corpus.augment); copies of validation sessions are left out (repeatable)")
-    parser.add_argument("--phrasings", type=int, default=1,
+    parser.add_argument("--phrasings", type=whole_number(1, 64), default=1,
                         help="examples per session: the scripted phrasing of every reply, and N - 1 with each reply's "
                              "phrasing drawn from its variants (sharing the audio)")
     parser.add_argument("--framing", type=rate_argument, default=0.0,
@@ -416,31 +518,43 @@ def main(argv=None) -> None:
     parser.add_argument("--init", default=None, metavar="DIR",
                         help="continue from this trained model folder (its weights, tokenizer and architecture; "
                              "--vocab, --hidden and --layers are then not used)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vocab", type=int, default=512)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=6000)
-    parser.add_argument("--warmup", type=int, default=300)
-    parser.add_argument("--lr", type=float, default=1.5e-3)
-    parser.add_argument("--batch-tokens", type=int, default=6000)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=whole_number(0, MAX_SEED), default=0)
+    parser.add_argument("--vocab", type=whole_number(256 + len(SPECIAL_TOKENS), 262_144), default=512,
+                        help="tokenizer size (at least the 256 bytes and the special tokens)")
+    parser.add_argument("--hidden", type=whole_number(8, 8192, multiple=8), default=256,
+                        help="hidden size (4 attention heads of an even size)")
+    parser.add_argument("--layers", type=whole_number(1, 128), default=6)
+    parser.add_argument("--steps", type=whole_number(0, MAX_STEPS), default=6000,
+                        help="optimizer steps (0 only with --init: the model is saved as it is)")
+    parser.add_argument("--warmup", type=whole_number(0, MAX_STEPS), default=300)
+    parser.add_argument("--lr", type=real_number(0.0, 1.0, above=True), default=1.5e-3)
+    parser.add_argument("--batch-tokens", type=whole_number(1, 10_000_000), default=6000)
+    parser.add_argument("--threads", type=whole_number(1, 1024), default=2)
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
                         help="bfloat16 autocast for the matrix products (fp32 weights)")
-    parser.add_argument("--minutes", type=float, default=0.0, help="safety stop (0: none); the run is then not the planned one")
-    parser.add_argument("--stage-minutes", type=float, default=0.0,
+    parser.add_argument("--minutes", type=real_number(0.0), default=0.0,
+                        help="safety stop (0: none); the run is then not the planned one")
+    parser.add_argument("--stage-minutes", type=real_number(0.0), default=0.0,
                         help="stop after this long at a checkpoint; the same command resumes it (0: train to the end)")
-    parser.add_argument("--stage-steps", type=int, default=0,
+    parser.add_argument("--stage-steps", type=whole_number(0, MAX_STEPS), default=0,
                         help="stop after this many steps at a checkpoint; the same command resumes it (0: no limit)")
-    parser.add_argument("--checkpoint-every", type=int, default=200,
+    parser.add_argument("--checkpoint-every", type=whole_number(0, MAX_STEPS), default=200,
                         help="save a checkpoint every N steps (0: only at the end of a stage), so a crash loses little")
-    parser.add_argument("--word-weight", type=float, default=0.5, help="weight of the auxiliary word-recognition loss")
+    parser.add_argument("--word-weight", type=real_number(0.0, 100.0), default=0.5,
+                        help="weight of the auxiliary word-recognition loss")
     parser.add_argument("--task-weight", action="append", default=[], metavar="TASK=N", type=task_weight,
                         help="repeat the training sessions of TASK N times per epoch (e.g. fdb_v3=2)")
-    parser.add_argument("--log-every", type=int, default=20)
-    parser.add_argument("--val-every", type=int, default=500)
-    train(parser.parse_args(argv))
+    parser.add_argument("--log-every", type=whole_number(1, MAX_STEPS), default=20)
+    parser.add_argument("--val-every", type=whole_number(1, MAX_STEPS), default=500)
+    args = parser.parse_args(argv)
+    problem = option_problem(args)
+    if problem:
+        parser.error(problem)
+    train(args)
 
 
 if __name__ == "__main__":
-    main()
+    from ticktock.errors import user_errors
+
+    with user_errors():
+        main()

@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -35,7 +36,7 @@ import pyarrow.parquet as pq
 
 from ticktock.results.atomic import atomic_write
 from ticktock.errors import InputDataError
-from ticktock.judges.base import Reply, Verdict
+from ticktock.judges.base import JudgeError, Reply, Verdict
 
 FOLDER = "judgements"
 VERSION = 1
@@ -63,9 +64,29 @@ class JudgementFileError(InputDataError):
     """A judgement file cannot be read (exit code 3); the message names it."""
 
 
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_judge_name(name) -> str:
+    """``name`` when it can name a judgement file: a plain word of letters, digits, ``_``, ``.`` and ``-`` (not
+    starting with ``.``), so the file stays in the run's ``judgements/`` folder; else a ``JudgeError``.
+
+    >>> check_judge_name("hf_local-v2.1")
+    'hf_local-v2.1'
+    >>> check_judge_name("../../x")
+    Traceback (most recent call last):
+    ...
+    ticktock.judges.base.JudgeError: judge.name: must be a plain name of letters, digits, '_', '.' and '-' (not starting with '.'): it names the file judgements/<name>.parquet in each run folder; got '../../x'
+    """
+    if not isinstance(name, str) or NAME.fullmatch(name) is None:
+        raise JudgeError("judge.name: must be a plain name of letters, digits, '_', '.' and '-' (not starting with "
+                         f"'.'): it names the file {FOLDER}/<name>.parquet in each run folder; got {name!r:.80}")
+    return name
+
+
 def judgement_path(run_dir: Path, judge_name: str) -> Path:
-    """Where a judge's verdicts on a run are stored."""
-    return Path(run_dir) / FOLDER / f"{judge_name}.parquet"
+    """Where a judge's verdicts on a run are stored (``judge_name`` checked by ``check_judge_name``)."""
+    return Path(run_dir) / FOLDER / f"{check_judge_name(judge_name)}.parquet"
 
 
 def judgement_files(run_dir: Path) -> list[Path]:

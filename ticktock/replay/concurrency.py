@@ -12,7 +12,10 @@ run with N = 1 reuses one decoder). Tokens never depend on N: each session's out
 writes replayed alone.
 
 Stagger (``concurrency.stagger``): ``random`` (default) gives the j-th admitted session a seeded offset
-uniform within its first chunk; a number ``d`` gives the session in slot s an offset of ``s * d`` ms.
+uniform within its first chunk; a number ``d`` (0 to ``MAX_STAGGER_MS``, one hour) gives the session in slot s
+an offset of ``s * d`` ms. Sessions last minutes, so a larger stagger only replays them one after another;
+the bound also keeps every device time far inside the range where a float64 millisecond count still resolves
+microseconds (``ticktock.replay.device.MAX_DEVICE_MS``).
 
 Example::
 
@@ -36,6 +39,10 @@ class ConcurrencyError(ConfigError):
     """A ``concurrency.*`` option is not allowed; the message names the key, the value and what is allowed."""
 
 
+MAX_SESSIONS = 1024  # live sessions on one device: each has its own adapter replica (KV cache) and decoder
+MAX_STAGGER_MS = 3_600_000.0  # one hour: longer than any session, so a larger stagger changes nothing but the clock
+
+
 @dataclass(frozen=True)
 class ConcurrencySettings:
     """``concurrency.*`` of the run config, checked.
@@ -45,11 +52,15 @@ class ConcurrencySettings:
         >>> ConcurrencySettings.parse({"sessions": 0})
         Traceback (most recent call last):
         ...
-        ticktock.replay.concurrency.ConcurrencyError: concurrency.sessions: must be an integer >= 1, got 0
+        ticktock.replay.concurrency.ConcurrencyError: concurrency.sessions: must be an integer from 1 to 1024, got 0
         >>> ConcurrencySettings.parse({"sessions": 2, "stagger": "sometimes"})
         Traceback (most recent call last):
         ...
-        ticktock.replay.concurrency.ConcurrencyError: concurrency.stagger: must be 'random' or a number of milliseconds >= 0, got 'sometimes'
+        ticktock.replay.concurrency.ConcurrencyError: concurrency.stagger: must be 'random' or a number of milliseconds from 0 to 3600000 (one hour), got 'sometimes'
+        >>> ConcurrencySettings.parse({"sessions": 2, "stagger": float("inf")})
+        Traceback (most recent call last):
+        ...
+        ticktock.replay.concurrency.ConcurrencyError: concurrency.stagger: must be 'random' or a number of milliseconds from 0 to 3600000 (one hour), got inf
     """
 
     sessions: int = 1
@@ -69,17 +80,18 @@ class ConcurrencySettings:
         return settings
 
     def _check(self) -> None:
-        if not _is_int(self.sessions, 1):
-            raise ConcurrencyError(f"concurrency.sessions: must be an integer >= 1, got {self.sessions!r}")
+        if not _is_int(self.sessions, 1) or self.sessions > MAX_SESSIONS:
+            raise ConcurrencyError(f"concurrency.sessions: must be an integer from 1 to {MAX_SESSIONS}, "
+                                   f"got {self.sessions!r}")
         if not isinstance(self.batching, bool):
             raise ConcurrencyError(f"concurrency.batching: must be true or false, got {self.batching!r}")
         if self.max_batch is not None and not _is_int(self.max_batch, 2):
             raise ConcurrencyError(f"concurrency.max_batch: must be null (all waiting sessions) or an integer >= 2, "
                                    f"got {self.max_batch!r}")
-        number = isinstance(self.stagger, (int, float)) and not isinstance(self.stagger, bool) and self.stagger >= 0
-        if self.stagger != "random" and not number:
-            raise ConcurrencyError(f"concurrency.stagger: must be 'random' or a number of milliseconds >= 0, "
-                                   f"got {self.stagger!r}")
+        number = isinstance(self.stagger, (int, float)) and not isinstance(self.stagger, bool)
+        if self.stagger != "random" and not (number and 0 <= self.stagger <= MAX_STAGGER_MS):  # False for nan
+            raise ConcurrencyError(f"concurrency.stagger: must be 'random' or a number of milliseconds from 0 to "
+                                   f"{MAX_STAGGER_MS:.0f} (one hour), got {self.stagger!r}")
 
     @property
     def shares_device(self) -> bool:

@@ -25,6 +25,12 @@ clock charged from the profile's batch model (``CostProfile.batch_forward_ms``) 
 another (so tokens stay exactly those of a session alone); under the wall clock really batched where the
 adapter can (``ModelAdapter.forward_many``).
 
+Device times are float milliseconds, finite and at most ``MAX_DEVICE_MS`` (a lane's start, every arrival,
+every step's end): the scheduler refuses anything else with a ``DeviceTimeError`` rather than loop on it (an
+infinite or NaN time never comes due; beyond the bound a float64 no longer resolves a step's microseconds, so
+``now + cost == now``). The run options keep every time far inside it (``concurrency.stagger`` <= one hour,
+manifest chunks and durations bounded by ``ticktock.sessions.manifest``).
+
 A session's times follow from the device's: the stopwatch of a post-audio phase opens when the session
 is ready and its audio has arrived and reads ``now`` minus that moment, so the lag recursion of
 ``ticktock.replay.timeline`` (and the engine loop) are unchanged and include the wait for the device; an idle
@@ -40,6 +46,7 @@ Example (two sessions of constant-cost work, as in the tests)::
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -53,6 +60,36 @@ class DeviceClosed(Exception):
     """Raised inside a session's thread when the shared device stops (another session failed, Ctrl-C)."""
 
 
+MAX_DEVICE_MS = 1e13  # ~317 years of device time; float64 still resolves 2 microseconds there
+
+
+class DeviceTimeError(RuntimeError):
+    """A device time that is not a finite number of milliseconds in [0, ``MAX_DEVICE_MS``] (a caller's bug: the
+    run options and manifests are checked so that none arises).
+
+    >>> device_time(float("inf"), "slot 1 start")
+    Traceback (most recent call last):
+    ...
+    ticktock.replay.device.DeviceTimeError: slot 1 start: device time inf ms is not a finite number of milliseconds from 0 to 1e+13
+    """
+
+
+def device_time(ms: float, what: str) -> float:
+    """``ms`` itself when it is a usable device time, else a ``DeviceTimeError`` naming ``what``.
+
+    >>> device_time(250.0, "slot 1 start")
+    250.0
+    """
+    try:
+        usable = math.isfinite(ms) and 0.0 <= ms <= MAX_DEVICE_MS
+    except TypeError:  # not a number at all
+        usable = False
+    if not usable:
+        raise DeviceTimeError(f"{what}: device time {ms!r} ms is not a finite number of milliseconds from 0 to "
+                              f"{MAX_DEVICE_MS:g}")
+    return ms
+
+
 class SessionLane(Clock):
     """The clock a session replays on when it shares the device: its stopwatches read the device's time.
 
@@ -64,7 +101,7 @@ class SessionLane(Clock):
         self.device = device
         self.name = device.clock.name
         self.slot = slot
-        self.start_ms = start_ms
+        self.start_ms = start_ms = device_time(start_ms, f"slot {slot}: session start")
         self.tool_call_open = getattr(protocol, "tool_call_open", None)
         self.turn_eos = getattr(protocol, "turn_eos", None)
         self.arrival_ms = start_ms  # arrival of the chunk the session works on
@@ -228,6 +265,7 @@ class SharedDevice:
 
     def wait(self, lane: SessionLane, at_ms: float) -> None:
         """Return once the device's time reaches ``at_ms`` (at once when it already has)."""
+        device_time(at_ms, f"slot {lane.slot}: chunk arrival")
         if lane.local_ms >= at_ms:
             return
         lane.wake_at, lane.awaits_audio = at_ms, True
@@ -377,7 +415,9 @@ class SharedDevice:
         else:  # audio encodings of sessions waiting together: one step, one after another (no batching gain)
             done = [self.clock.stopwatch().run(r.work) for r in batch]
             results, wall, cost = [d.result for d in done], sum(d.wall_ms for d in done), sum(d.charged_ms for d in done)
-        start, self.now = self.now, self.now + cost
+        if not (math.isfinite(cost) and cost >= 0):
+            raise DeviceTimeError(f"the clock charged a device step {cost!r} ms (a finite number >= 0 expected)")
+        start, self.now = self.now, device_time(self.now + cost, "the end of a device step")
         self.stats.steps += 1
         self.stats.busy_ms += cost
         for request, result in zip(batch, results):
@@ -404,14 +444,15 @@ class SharedDevice:
 
     def _advance(self, stall_ok: bool = False) -> bool:
         """Move the device's time to the next wake-up; False when nobody waits for time (a stall, unless
-        ``stall_ok``: a session's thread then hands over to the scheduler)."""
+        ``stall_ok``: a session's thread then hands over to the scheduler). The wake-up is a finite time
+        (``device_time``), so the session waiting for it wakes: every call makes progress."""
         waiting = [lane.wake_at for lane in self.lanes if lane.wake_at is not None]
         if not waiting:
             if stall_ok:
                 return False
             raise RuntimeError(f"shared device stalled at {self.now:.1f} ms: {len(self.lanes)} sessions neither "
                                "running nor waiting")
-        self.now = max(self.now, min(waiting))
+        self.now = max(self.now, device_time(min(waiting), "the next wake-up"))
         return True
 
     def _wake_due(self) -> None:

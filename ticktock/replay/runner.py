@@ -39,8 +39,11 @@ def build(node: DictConfig, **kwargs):
     """Instantiate a plug-in config (its ``name`` is a label kept by the harness, not an argument)."""
     from hydra.utils import instantiate
 
+    from ticktock.replay.targets import check_target
+
     spec = OmegaConf.to_container(node, resolve=True)
     name = spec.pop("name", None)
+    check_target(node, spec, kwargs)  # an unknown _target_ or key: one line naming it, not Hydra's traceback
     try:
         obj = instantiate(spec, **kwargs)
     except Exception as err:  # Hydra wraps what the target raised: let an expected error through as it is
@@ -50,6 +53,16 @@ def build(node: DictConfig, **kwargs):
         raise expected from None
     if name is not None and hasattr(obj, "name"):
         obj.name = name
+    return obj
+
+
+def build_checked(node: DictConfig, group: str, contract: type):
+    """``build`` a model or decoder, refusing an object that does not implement its contract (a plug-in selected by
+    ``_target_`` that returns something else) in one line naming the target."""
+    obj = build(node)
+    if not isinstance(obj, contract):
+        raise ConfigError(f"{group}._target_: {node.get('_target_')} made a {type(obj).__qualname__}, not a "
+                          f"ticktock.api.{contract.__name__} (see docs/extending.md)")
     return obj
 
 
@@ -72,14 +85,16 @@ LIMITS = ("per_task", "sessions", "chunks")
 FLAGS = ("overwrite", "skip_bad_sessions", "progress")
 
 
-def check_run_options(cfg: DictConfig) -> None:
+def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
     """Validate every run option before any work (before the manifest is read and the model is built).
 
     ``limit.per_task`` / ``sessions`` / ``chunks``: null or an integer >= 1; ``overwrite``,
     ``skip_bad_sessions``, ``progress``: true or false; ``audio_duration``: ``check`` or ``trust_audio``;
     ``timing_noise.*`` (see ``configs/run.yaml``); ``seed`` and ``sampling.*`` (``Sampling``); the decoder's
     settings and the clock (a modeled clock's cost profile) by building them. Each problem is one
-    ``ConfigError`` line naming the key, the value and what is allowed.
+    ``ConfigError`` line naming the key, the value and what is allowed. Every number is finite and in a sane
+    range. ``on_this_machine=False`` (a sweep's arms, checked before they are launched, maybe on other machines)
+    leaves out what depends on the machine the run will use (whether its GPU is there).
 
     Example::
 
@@ -105,8 +120,9 @@ def check_run_options(cfg: DictConfig) -> None:
     _check_timing_noise(cfg.get("timing_noise") or {})
     _check_sampling(cfg)
     ShardSpec.parse(cfg.get("shard"))
+    _check_model_context(cfg.model)
     check_threads(cfg.get("threads"))
-    check_device(cfg.get("device"))
+    check_device(cfg.get("device"), available=on_this_machine)
     decoder = build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
     check_weights(cfg.model)  # a real model without local weights: one line naming the repo and `hf download`
     clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
@@ -138,10 +154,10 @@ def check_threads(threads) -> None:
         raise RunOptionError(f"threads: must be null (torch's default) or an integer >= 1, got {threads!r}")
 
 
-def check_device(device) -> None:
+def check_device(device, available: bool = True) -> None:
     """``device``: null (each model's default), ``auto``, ``cpu``, ``cuda`` (the first GPU this process sees: the one
     a scheduler assigned through CUDA_VISIBLE_DEVICES) or ``cuda:K``; a GPU that is not there is refused here,
-    naming what is visible."""
+    naming what is visible (unless ``available=False``: the form only)."""
     import os
 
     if device is None or device in ("auto", "cpu"):
@@ -149,6 +165,8 @@ def check_device(device) -> None:
     kind, _, index = str(device).partition(":")
     if kind != "cuda" or (index and not index.isdigit()):
         raise RunOptionError(f"device: must be null, auto, cpu, cuda or cuda:K (K an integer), got {device!r}")
+    if not available:
+        return
     import torch
 
     visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -165,13 +183,29 @@ def _is_int(value, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
+def _check_model_context(model) -> None:
+    """A model's context options, where its config has them: ``context_limit`` null or an integer >= 1,
+    ``context_reserve`` an integer >= 0 below it, ``context_evict_to`` a share strictly between 0 and 1."""
+    limit, reserve, evict = (model.get(key) for key in ("context_limit", "context_reserve", "context_evict_to"))
+    if limit is not None and not _is_int(limit, least=1):
+        raise RunOptionError(f"model.context_limit: must be null (the model's own) or an integer >= 1, got {limit!r}")
+    if "context_reserve" in model and not (_is_int(reserve, least=0) and (limit is None or reserve < limit)):
+        below = f" below model.context_limit ({limit})" if limit is not None else ""
+        raise RunOptionError(f"model.context_reserve: must be an integer >= 0{below}, got {reserve!r}")
+    number = isinstance(evict, (int, float)) and not isinstance(evict, bool)
+    if "context_evict_to" in model and not (number and 0 < evict < 1):
+        raise RunOptionError(f"model.context_evict_to: must be a number between 0 and 1 (the share of the context kept "
+                             f"after an eviction), got {evict!r}")
+
+
 def _check_timing_noise(options) -> None:
     for key, least, allowed in (("repeats", 0, "an integer >= 0 (0: no probe)"), ("every", 1, "an integer >= 1")):
         if not _is_int(options.get(key, least), least):
             raise RunOptionError(f"timing_noise.{key}: must be {allowed}, got {options.get(key)!r}")
     spread = options.get("max_spread", 1.5)
-    if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 1 <= spread < float("inf"):
-        raise RunOptionError(f"timing_noise.max_spread: must be a number >= 1 (slowest / fastest probe), got {spread!r}")
+    if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 1 <= spread <= 100:
+        raise RunOptionError(f"timing_noise.max_spread: must be a number from 1 to 100 (slowest / fastest probe), "
+                             f"got {spread!r}")
 
 
 def _check_sampling(cfg: DictConfig) -> None:
@@ -362,27 +396,30 @@ def shard_sessions(cfg: DictConfig, sessions: list, ident: dict) -> tuple[list, 
 
 def build_engine(cfg: DictConfig, task):
     """The model adapter, decoder, clock and token selector of a run, wired into one replay engine."""
+    from ticktock.adapters.base import ModelAdapter
+    from ticktock.decoders.contract import Decoder
     from ticktock.decoders.selection import Sampling
     from ticktock.replay.engine import ReplayEngine
 
-    adapter = build(cfg.model)
-    decoder = build(cfg.decoder)
+    adapter = build_checked(cfg.model, "model", ModelAdapter)
+    decoder = build_checked(cfg.decoder, "decoder", Decoder)
     clock = build(cfg.clock, synchronize=adapter.synchronize)
     sampling = Sampling(seed=cfg.seed, **cfg.sampling)
     return ReplayEngine(adapter, decoder, clock, sampling, task.injector(), cfg.limit.chunks)
 
 
-def sessions_to_replay(sessions: list, writer, out=None) -> list:
+def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | None = None) -> list:
     """The sessions a (resumed) run still has to replay: those not completed yet, and completed ones whose
-    manifest line or audio changed since (``ticktock.results.fingerprint``). A changed session's parts are removed
-    and one line names it and what changed (on ``out``, default stderr), e.g.
+    manifest line, audio or cost profile (``profile_digest``: the run's clock's, ``fingerprint.profile_sha256``)
+    changed since (``ticktock.results.fingerprint``). A changed session's parts are removed and one line names it
+    and what changed (on ``out``, default stderr), e.g.
     ``resume: session s1: audio file changed since its results were written; replaying it``."""
     from ticktock.results.fingerprint import changes, session_fingerprint
 
     recorded, todo = writer.fingerprints(), []
     for session in sessions:
         if session.session_id in recorded:
-            changed = changes(recorded[session.session_id], session_fingerprint(session))
+            changed = changes(recorded[session.session_id], session_fingerprint(session, profile_digest))
             if not changed:
                 continue
             print(f"resume: session {session.session_id}: {' and '.join(changed)} changed since its results were "
@@ -403,13 +440,13 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
 
     from ticktock.sessions.audio import load_audio
     from ticktock.replay.concurrency import ConcurrencySettings
-    from ticktock.results.fingerprint import session_fingerprint
+    from ticktock.results.fingerprint import profile_sha256, session_fingerprint
     from ticktock.results.rows import chunk_rows, forward_rows, session_row
 
-    skipped, fingerprints = [], {}
+    skipped, fingerprints, profile_digest = [], {}, profile_sha256(engine.clock)
 
     def load(session):
-        fingerprints[session.session_id] = session_fingerprint(session)  # before reading: at most this new
+        fingerprints[session.session_id] = session_fingerprint(session, profile_digest)  # before reading: at most this new
         return load_audio(session.audio_path)
 
     def skip(session, err) -> None:
@@ -473,15 +510,23 @@ def concurrent_replay(cfg, engine, settings):
 
 def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     """Replay every session of ``cfg.task`` into ``run_dir`` (resuming completed sessions), holding the folder's
-    lock (``ticktock.results.lock``) for the whole run: a second writer into the folder is refused."""
+    lock (``ticktock.results.lock``) for the whole run: a second writer into the folder is refused, and so is a folder
+    that cannot be written (``ticktock.results.writable``: read-only, full), in one line."""
     from ticktock.results.lock import RunLock
+    from ticktock.results.writable import check_writable, results_written
 
     check_run_options(cfg)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with RunLock(run_dir, lock_about(cfg)) as lock:
+    check_writable(run_dir)  # a read-only folder: one line before any work
+    lock = RunLock(run_dir, lock_about(cfg))
+    try:
+        with results_written(run_dir):
+            run_dir.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
         if lock.stale_note():
             print(lock.stale_note(), file=sys.stderr)
         return replay_run(cfg, run_dir)
+    finally:
+        lock.release()
 
 
 def lock_about(cfg: DictConfig) -> dict:
@@ -496,7 +541,10 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     """
     import torch
 
+    from ticktock.plugins import used_by
+    from ticktock.results.fingerprint import profile_sha256
     from ticktock.results.liveness import Heartbeat, heartbeat
+    from ticktock.results.runjson import accumulate_shared_device
     from ticktock.results.schema import SCHEMA_VERSION
     from ticktock.results.writer import RunWriter
 
@@ -513,10 +561,13 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     labels = {"run_id": run_id, "model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
     noise = noise_probe(cfg, engine)  # wall clock only; its record fills in as the run measures
     meta = {"run_id": run_id, "schema_version": SCHEMA_VERSION, "config": OmegaConf.to_container(cfg, resolve=True),
-            "clock": engine.clock.describe(), "environment": environment(engine.adapter),
+            "clock": {**engine.clock.describe(), "profile_sha256": profile_sha256(engine.clock)},
+            "environment": environment(engine.adapter),
             "decoder": {"lossless": engine.decoder.lossless, **engine.decoder.describe()}, "started": time.time(),
-            "sessions_total": len(sessions), "shard": shard, "timing_noise": noise.record if noise else None}
-    todo = sessions_to_replay(sessions, writer)
+            "plugins": used_by(cfg),
+            "sessions_total": len(sessions), "shard": shard, "timing_noise": noise.record if noise else None,
+            "shared_device": accumulate_shared_device((writer.previous or {}).get("shared_device"), None)}
+    todo = sessions_to_replay(sessions, writer, profile_digest=meta["clock"]["profile_sha256"])
     beat = Heartbeat(lambda record: writer.write_run_json({**meta, "status": "running", "heartbeat": record}),
                      sessions_done=len(sessions) - len(todo))
     beat.beat(force=True)
@@ -530,7 +581,7 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     finally:  # also on Ctrl-C: every completed session stays in the consolidated tables
         counts = writer.consolidate()
         writer.write_run_json({**meta, "status": status, "finished": time.time(), "skipped_sessions": skipped,
-                               "shared_device": device or None,
+                               "shared_device": accumulate_shared_device(meta["shared_device"], device),
                                "row_counts": counts, "heartbeat": heartbeat(counts.get("sessions", 0))})
     stats = chunk_stats(run_dir / "chunks.parquet", cfg.clock.name)
     return RunSummary(run_dir, run_id, counts.get("sessions", 0), len(skipped), counts, stats)
@@ -544,8 +595,10 @@ def compose_run(decoder: str, model: str, per_task: int | None, overrides: list[
     from hydra.errors import HydraException
 
     from ticktock.errors import one_line
+    from ticktock.plugins import register_selected
 
     register_resolver()
+    register_selected([f"decoder={decoder}", f"model={model}", *overrides])
     with initialize_config_dir(config_dir=str(resource_path("configs")), version_base=None):
         limit = "null" if per_task is None else str(per_task)
         try:

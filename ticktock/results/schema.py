@@ -37,7 +37,10 @@ chunks.parquet, one row per session chunk:
 sessions.parquet, one row per completed session:
     concurrency, session_slot: as in chunks; start_ms: the session's start on the shared device's time
     manifest_sha256     SHA-256 of the session's manifest line (canonical JSON); audio_sha256: of its audio file's
-                        bytes. A resumed run replays a session whose digests changed (``ticktock.results.fingerprint``)
+                        bytes; profile_sha256: of the cost profile's costs it was charged by (null: no profile, e.g.
+                        the wall clock). A resumed run replays a session whose digests changed
+                        (``ticktock.results.fingerprint``); the tables refuse runs that replayed one session id from
+                        different inputs, and a run whose sessions were charged by different profiles
 
 forwards.parquet, one row per target forward (phase "post_audio", "draft", or "early_prefill": the chunk's
 final audio fed in its idle window; draft and early-prefill rows are attributed to the chunk they are for); batch_size: sessions whose forwards ran in the same device step (charged_ms is
@@ -51,9 +54,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
+SCHEMA_VERSION = 6  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
                     # 4: arriving audio (window_waited_ms, prefilled_ms, hypotheses_drafted, draft_arrived_fraction);
-                    # 5: forwards' end_ms (when each finished within its phase: the case-study timelines)
+                    # 5: forwards' end_ms (when each finished within its phase: the case-study timelines);
+                    # 6: sessions' profile_sha256 (the cost profile each session was charged by)
 
 IDENTITY = [
     pa.field("run_id", pa.string()),
@@ -135,6 +139,7 @@ SESSIONS = pa.schema(
         pa.field("start_ms", pa.float64()),
         pa.field("manifest_sha256", pa.string()),
         pa.field("audio_sha256", pa.string()),
+        pa.field("profile_sha256", pa.string()),
     ]
 )
 

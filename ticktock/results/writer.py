@@ -36,9 +36,11 @@ import pyarrow.parquet as pq
 
 from ticktock.results.atomic import atomic_write
 from ticktock.errors import RunFolderError
+from ticktock.results.fingerprint import FIELDS
 from ticktock.results.schema import TABLES, with_version
+from ticktock.results.writable import results_written
 
-FINGERPRINT = ("manifest_sha256", "audio_sha256")  # sessions columns: the inputs a completed session was replayed from
+FINGERPRINT = tuple(FIELDS)  # sessions columns: the inputs a completed session was replayed from
 
 
 class RunDirError(RunFolderError, RuntimeError):
@@ -52,11 +54,36 @@ def part_key(session_id: str) -> str:
 
 
 def write_table(path: Path, rows: list[dict] | pa.Table, schema: pa.Schema) -> None:
-    """Write rows (or a table) with the versioned schema, atomically."""
+    """Write rows (or a table) with the versioned schema, atomically; a failed write (disk full, read-only) is a
+    ``ResultsWriteError`` naming the file, and leaves every other file as it was."""
     schema = with_version(schema)
     table = rows.cast(schema) if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=schema)
-    with atomic_write(path) as tmp:
+    with results_written(path), atomic_write(path) as tmp:
         pq.write_table(table, tmp)
+
+
+def read_previous(path: Path) -> dict:
+    """The run.json of the run a folder holds (to resume it), or a ``RunDirError`` naming it when it is not a run's
+    run.json (cut short, not JSON, not an object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        reason = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RunDirError(f"{path}: cannot read the run this folder holds ({reason}); choose another hydra.run.dir "
+                          "or pass overwrite=true to replace it") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: not a run's run.json (a JSON {type(data).__name__}, not an object); choose another "
+                          "hydra.run.dir or pass overwrite=true to replace it")
+    return data
+
+
+def in_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A part's table with the columns of ``schema`` in its order; a column it lacks (a part written before the
+    column existed, e.g. ``profile_sha256`` before schema version 6, kept on resume) is null."""
+    for column in schema:
+        if column.name not in table.column_names:
+            table = table.append_column(column.name, pa.nulls(table.num_rows, column.type))
+    return table.select(schema.names)
 
 
 class RunWriter:
@@ -64,17 +91,20 @@ class RunWriter:
         self.run_dir = Path(run_dir)
         self.parts = self.run_dir / "parts"
         self.identity = identity
+        self.previous: dict | None = None  # the run.json of the run resumed (None: a new run)
         existing = self.run_dir / "run.json"
         if overwrite:
             self._clear()
         elif existing.is_file():
-            previous = json.loads(existing.read_text()).get("identity")
+            self.previous = read_previous(existing)
+            previous = self.previous.get("identity")
             if previous != identity:
                 raise RunDirError(
                     f"{self.run_dir} holds a run with a different configuration ({_difference(previous, identity)}); "
                     "choose another hydra.run.dir or pass overwrite=true"
                 )
-        self.parts.mkdir(parents=True, exist_ok=True)
+        with results_written(self.parts):
+            self.parts.mkdir(parents=True, exist_ok=True)
 
     def _clear(self) -> None:  # run.lock stays: the running process holds it
         if self.parts.is_dir():
@@ -90,7 +120,7 @@ class RunWriter:
 
     def fingerprints(self) -> dict[str, dict]:
         """Completed session id -> the input fingerprint its sessions part recorded (``manifest_sha256``,
-        ``audio_sha256``; None where a part holds none)."""
+        ``audio_sha256``, ``profile_sha256``; None where a part holds none)."""
         recorded = {}
         for path in self.parts.glob("*.sessions.parquet"):
             table = pq.read_table(path)
@@ -116,7 +146,7 @@ class RunWriter:
         counts = {}
         for name, schema in TABLES.items():
             paths = sorted(self.parts / f"{key}.{name}.parquet" for key in complete)
-            tables = [pq.read_table(p) for p in paths]
+            tables = [in_schema(pq.read_table(p), schema) for p in paths]
             table = pa.concat_tables(tables) if tables else pa.Table.from_pylist([], schema=schema)
             write_table(self.run_dir / f"{name}.parquet", table, schema)
             counts[name] = table.num_rows
@@ -124,7 +154,7 @@ class RunWriter:
 
     def write_run_json(self, data: dict) -> None:
         data = {**data, "identity": self.identity}
-        with atomic_write(self.run_dir / "run.json") as tmp:
+        with results_written(self.run_dir / "run.json"), atomic_write(self.run_dir / "run.json") as tmp:
             tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
 

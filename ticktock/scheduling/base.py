@@ -18,8 +18,33 @@ Example::
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+
+from ticktock.errors import ConfigError
+
+DBFS_RANGE = (-200.0, 0.0)  # an RMS level in dB full scale: -200 is the floor of ``sessions.audio.rms_dbfs``
+
+
+class DraftPolicyError(ConfigError):
+    """A ``draft_policy.*`` setting is not allowed; the message names the key, the value and what is allowed."""
+
+
+def check_dbfs(key: str, value) -> float:
+    """``value`` as a float when it is an RMS level in dB full scale (``DBFS_RANGE``), else a ``DraftPolicyError``.
+
+    >>> check_dbfs("draft_policy.speech_dbfs", -45)
+    -45.0
+    >>> check_dbfs("draft_policy.speech_dbfs", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ticktock.scheduling.base.DraftPolicyError: draft_policy.speech_dbfs: must be a number of dB full scale from -200 to 0, got nan
+    """
+    low, high = DBFS_RANGE
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and low <= value <= high):
+        raise DraftPolicyError(f"{key}: must be a number of dB full scale from {low:g} to {high:g}, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ Example::
 
 from __future__ import annotations
 
-from ticktock.scheduling.base import DraftCandidate, DraftPolicy
+from ticktock.scheduling.base import DraftCandidate, DraftPolicy, check_dbfs
 
 
 class ExpectedSavings(DraftPolicy):
@@ -42,7 +42,7 @@ class ExpectedSavings(DraftPolicy):
     def __init__(self, speech_dbfs: float = -45.0, name: str | None = None):
         if name is not None:
             self.name = name
-        self.speech_dbfs = float(speech_dbfs)
+        self.speech_dbfs = check_dbfs("draft_policy.speech_dbfs", speech_dbfs)
 
     def rank(self, candidate: DraftCandidate, now_ms: float) -> tuple:
         talking = candidate.recent_dbfs >= self.speech_dbfs

@@ -25,7 +25,14 @@ Turns: ``speaker`` is ``"user"`` (the person talking to the model) or ``"other"`
 room). ``role`` says what the turn is for (``request``, ``statement``, ``backchannel``, ``interruption``,
 ``side_talk``, ``background``, ...). ``words`` may be empty when the source has no word timings; then
 ``user_speaking`` falls back to the turn span. ``expected`` and ``provenance`` are free-form objects
-whose listed keys are type-checked when present. A reply action of ``expected.script`` (``speak``,
+whose listed keys are type-checked when present.
+
+Ranges (``ManifestError`` naming the file, line and field outside them): ``chunk_s`` from ``MIN_CHUNK_S`` (20 ms,
+the shortest frame of a speech codec or streaming audio front-end: no model emits a unit for less) to
+``MAX_CHUNK_S`` (60 s: a chunk-interleaved model streams, and even a minute-long chunk is far beyond any such
+model); ``first_chunk_s`` from ``chunk_s`` to ``MAX_CHUNK_S``; ``duration_s`` up to ``MAX_DURATION_S`` (24 h), and
+at most ``MAX_CHUNKS`` chunks per session (55 h of 1 s chunks, 4.4 h of 80 ms ones); every time is a finite
+number. A line is UTF-8 JSON nested at most as deep as Python's JSON reader allows (about 1000 levels). A reply action of ``expected.script`` (``speak``,
 ``speak_after_tools``, ``backchannel``) may carry ``variants``, a list of other phrasings of its ``text``
 (non-empty strings).
 
@@ -45,10 +52,10 @@ import math
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ticktock.results.atomic import atomic_write
-from ticktock.errors import InputDataError
+from ticktock.errors import InputDataError, shown
 
 SCHEMA_VERSION = 1
 
@@ -67,6 +74,12 @@ SPEAKERS = ("user", "other")
 
 class ManifestError(InputDataError, ValueError):
     """A manifest line is malformed. The message names the file, the line and the field."""
+
+
+MIN_CHUNK_S = 0.02
+MAX_CHUNK_S = 60.0
+MAX_DURATION_S = 86_400.0
+MAX_CHUNKS = 200_000
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,9 @@ class Session:
     manifest_line: int | None = None  # the session's line in manifest_path (for error messages)
 
     def chunk_spans(self) -> list[ChunkSpan]:
-        """Cut the session into chunks; a final partial chunk is kept (the adapter zero-pads it)."""
+        """Cut the session into chunks; a final partial chunk is kept (the adapter zero-pads it). A chunk is
+        ``user_speaking`` when a user speech span overlaps it (one pass over the spans sorted by start: the
+        furthest end among the spans that start before the chunk ends reaches into it)."""
         edges = [0.0]
         first = self.first_chunk_s or self.chunk_s
         edge = first
@@ -133,11 +148,14 @@ class Session:
             if edge >= self.duration_s - 1e-9:
                 break
             edge += self.chunk_s
-        spans = self.user_speech_spans()
-        return [
-            ChunkSpan(i, a, b, any(s < b and e > a for s, e in spans))
-            for i, (a, b) in enumerate(zip(edges[:-1], edges[1:]))
-        ]
+        spans = sorted(self.user_speech_spans())
+        chunks, started, reach = [], 0, -math.inf
+        for i, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
+            while started < len(spans) and spans[started][0] < b:
+                reach = max(reach, spans[started][1])
+                started += 1
+            chunks.append(ChunkSpan(i, a, b, reach > a))
+        return chunks
 
     def user_speech_spans(self) -> list[tuple[float, float]]:
         return [span for t in self.turns if t.speaker == "user" for span in t.speech_spans()]
@@ -192,10 +210,12 @@ class _Line:
             return default
         value = data[name]
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > 1e300:
+                raise self.fail(name, "not a finite number: an integer beyond 1e300")
             value = float(value)
         if not isinstance(value, kind) or (kind in (int, float) and isinstance(value, bool)):
             wanted = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-            raise self.fail(name, f"expected {wanted}, got {type(value).__name__} {value!r:.60}")
+            raise self.fail(name, f"expected {wanted}, got {type(value).__name__} {shown(value)}")
         if isinstance(value, float) and not math.isfinite(value):
             raise self.fail(name, f"not a finite number: {value}")
         return value
@@ -212,15 +232,9 @@ def parse_session(data: Any, where: str, base_dir: Path) -> Session:
         raise line.fail("session_id", "empty")
     task = line.get("task", str)
     audio = line.get("audio", str)
-    duration = line.get("duration_s", float)
-    if duration <= 0:
-        raise line.fail("duration_s", f"must be > 0, got {duration}")
-    chunk_s = line.get("chunk_s", float, 1.0)
-    if chunk_s <= 0:
-        raise line.fail("chunk_s", f"must be > 0, got {chunk_s}")
-    first = line.get("first_chunk_s", float, None)
-    if first is not None and first < chunk_s:
-        raise line.fail("first_chunk_s", f"must be >= chunk_s ({chunk_s}), got {first}")
+    if not audio.strip() or "\x00" in audio:
+        raise line.fail("audio", f"must be a file path, got {shown(audio)}")
+    duration, chunk_s, first = _chunk_clock(line)
     tools = line.get("tools", list, [])
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
@@ -243,13 +257,32 @@ def parse_session(data: Any, where: str, base_dir: Path) -> Session:
     )
 
 
+def _chunk_clock(line: _Line) -> tuple[float, float, float | None]:
+    """``duration_s``, ``chunk_s`` and ``first_chunk_s``, each in its range (module docstring), and the number of
+    chunks they make at most ``MAX_CHUNKS``."""
+    duration = line.get("duration_s", float)
+    if not 0 < duration <= MAX_DURATION_S:
+        raise line.fail("duration_s", f"must be > 0 and at most {MAX_DURATION_S:g} s (24 h), got {duration}")
+    chunk_s = line.get("chunk_s", float, 1.0)
+    if not MIN_CHUNK_S <= chunk_s <= MAX_CHUNK_S:
+        raise line.fail("chunk_s", f"must be from {MIN_CHUNK_S:g} to {MAX_CHUNK_S:g} s, got {chunk_s}")
+    first = line.get("first_chunk_s", float, None)
+    if first is not None and not chunk_s <= first <= MAX_CHUNK_S:
+        raise line.fail("first_chunk_s", f"must be from chunk_s ({chunk_s}) to {MAX_CHUNK_S:g} s, got {first}")
+    chunks = 1 + math.ceil(max(0.0, duration - (first or chunk_s)) / chunk_s)
+    if chunks > MAX_CHUNKS:
+        raise line.fail("duration_s", f"{duration} s in chunks of {chunk_s} s is {chunks} chunks; at most "
+                                      f"{MAX_CHUNKS} per session (split the recording)")
+    return duration, chunk_s, first
+
+
 def _parse_turn(line: _Line, i: int, data: Any, duration: float) -> Turn:
     name = f"turns[{i}]"
     if not isinstance(data, dict):
         raise line.fail(name, "expected an object")
     speaker = line.get("speaker", str, data=data)
     if speaker not in SPEAKERS:
-        raise line.fail(f"{name}.speaker", f"expected one of {SPEAKERS}, got {speaker!r}")
+        raise line.fail(f"{name}.speaker", f"expected one of {SPEAKERS}, got {shown(speaker)}")
     start = line.get("start_s", float, data=data)
     end = line.get("end_s", float, data=data)
     if not 0 <= start <= end <= duration + 1e-6:
@@ -262,7 +295,7 @@ def _parse_turn(line: _Line, i: int, data: Any, duration: float) -> Turn:
             raise line.fail(where, "expected an object")
         try:
             word = Word(str(w["text"]), float(w["start_s"]), float(w["end_s"]))
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
             raise line.fail(where, f"needs text, start_s, end_s ({err})") from None
         if not (previous - 1e-6 <= word.start_s <= word.end_s <= end + 1e-6):
             raise line.fail(where, f"timing {word.start_s}-{word.end_s} is not monotonic inside the turn {start}-{end}")
@@ -292,14 +325,24 @@ def _check_expected(line: _Line, expected: dict) -> None:
         variants = action.get("variants") if isinstance(action, dict) else None
         if variants is not None and not (isinstance(variants, list)
                                          and all(isinstance(v, str) and v.strip() for v in variants)):
-            raise line.fail(f"expected.script[{i}].variants", f"expected a list of non-empty strings, got {variants!r:.60}")
+            raise line.fail(f"expected.script[{i}].variants", f"expected a list of non-empty strings, got {shown(variants)}")
 
 
 def load_manifest(path: str | os.PathLike, tasks: Iterable[str] | None = None) -> list[Session]:
     """Read and validate a whole manifest before any work starts.
 
-    Raises ManifestError naming file, line and field on the first bad line, and on duplicate ids.
-    ``tasks`` keeps only sessions of those task types (None keeps all).
+    Raises ManifestError naming file, line and field on the first bad line (bad UTF-8 or JSON included), and on
+    duplicate ids. ``tasks`` keeps only sessions of those task types (None keeps all).
+
+    Example::
+
+        >>> import tempfile
+        >>> bad = Path(tempfile.mkdtemp()) / "m.jsonl"
+        >>> _ = bad.write_bytes(b'{"session_id": "caf\\xe9"}\\n')
+        >>> load_manifest(bad)
+        Traceback (most recent call last):
+        ...
+        ticktock.sessions.manifest.ManifestError: .../m.jsonl:1: not UTF-8 text (byte 0xe9 at column 20)
     """
     path = Path(path)
     if not path.is_file():
@@ -307,24 +350,44 @@ def load_manifest(path: str | os.PathLike, tasks: Iterable[str] | None = None) -
     wanted = set(tasks) if tasks is not None else None
     sessions: list[Session] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise ManifestError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
-            session = parse_session(data, where, path.parent)
-            if session.session_id in seen:
-                raise ManifestError(
-                    f"{where}: field 'session_id': duplicate id {session.session_id!r} (first on line {seen[session.session_id]})"
-                )
-            seen[session.session_id] = number
-            if wanted is None or session.task in wanted:
-                sessions.append(_with_manifest(session, path, number))
+    for number, raw in _lines(path):
+        if not raw.strip():
+            continue
+        where = f"{path}:{number}"
+        session = parse_session(_decode_line(raw, where), where, path.parent)
+        if session.session_id in seen:
+            raise ManifestError(
+                f"{where}: field 'session_id': duplicate id {session.session_id!r} (first on line {seen[session.session_id]})"
+            )
+        seen[session.session_id] = number
+        if wanted is None or session.task in wanted:
+            sessions.append(_with_manifest(session, path, number))
     return sessions
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The file's lines as bytes, numbered from 1; a file that cannot be read is a ``ManifestError``."""
+    try:
+        with path.open("rb") as handle:
+            yield from enumerate(handle, start=1)
+    except OSError as err:
+        raise ManifestError(f"{path}: cannot read the manifest ({err.strerror or err})") from None
+
+
+def _decode_line(raw: bytes, where: str) -> Any:
+    """One line's JSON value; bad UTF-8, bad JSON and JSON nested too deeply are ``ManifestError`` lines."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ManifestError(f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ManifestError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
+    except RecursionError:
+        raise ManifestError(f"{where}: not a session (JSON nested too deeply)") from None
+    except ValueError as err:  # e.g. an integer of more digits than Python converts
+        raise ManifestError(f"{where}: not valid JSON ({err})") from None
 
 
 def _with_manifest(session: Session, path: Path, line: int | None = None) -> Session:

@@ -9,10 +9,15 @@ showing the baseline and Speculative Listening unless ``--case-decoders`` names 
 ``--viewer-sessions`` sessions (default 120, the case studies' first; ``all``: every one).
 
 A lossless decoder whose outputs differ from the baseline's is printed as a FAILURE;
-``--strict`` makes that exit with status 1. Unusable results exit with status 2 and one clear message.
-An unreadable run (e.g. a truncated parquet file) or an interrupted one stops the build with one line naming
-it; ``--skip-bad-runs`` leaves unusable runs out (printed, and listed in every table's provenance), and
-``--allow-interrupted`` uses an interrupted run's completed sessions (said in the provenance).
+``--strict`` makes that exit with status 1. Unusable results exit with status 2 and one line,
+``ticktock: error: <file / run / session>: <what is wrong>``, as every ticktock command (``ticktock.errors``);
+an output folder that cannot be written exits with status 4.
+An unreadable run (e.g. a truncated parquet file, a run.json of the wrong shape), an interrupted one or a failed
+one (status "failed: ...", e.g. a full disk) stops the build with one line naming it; ``--skip-bad-runs`` leaves
+unusable runs out (printed, and listed in every table's provenance), and ``--allow-interrupted`` uses the completed
+sessions of an interrupted or failed run (said in the provenance). Runs that cannot be compared honestly are
+refused in one line (one session id replayed from different audio or manifest lines, rows of another decoder than
+run.json's, sessions charged by different cost profiles, two folders with one run id: ``ticktock.tables.load``).
 The shards of a sharded run (``shard.index`` / ``shard.count``) are combined into one run when every shard is
 there once and complete; a shard missing, failed or given twice stops the build with one line naming the
 shards, unless ``--allow-missing-shards`` (missing and failed shards only; said in the provenance).
@@ -32,10 +37,10 @@ import sys
 import time
 from pathlib import Path
 
-from ticktock.errors import user_errors
+from ticktock.errors import TickTockError, one_line, user_errors
 from ticktock.tables.build import HEADLINE, build_tables, headline_text, print_failures, write_outputs
 from ticktock.tables.common import noise_warnings
-from ticktock.tables.load import TablesError, load_results
+from ticktock.tables.load import load_results
 from ticktock.tables.render import FORMATS
 from ticktock.tables.viewer import DEFAULT_SESSIONS
 
@@ -50,7 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-bad-runs", action="store_true",
                         help="leave out runs that cannot be read (listed in the output) instead of stopping")
     parser.add_argument("--allow-interrupted", action="store_true",
-                        help="use the completed sessions of interrupted runs (killed, or stopped before their end)")
+                        help="use the completed sessions of interrupted runs (killed, or stopped before their end) "
+                             "and of failed runs (said in the provenance)")
     parser.add_argument("--allow-missing-shards", action="store_true",
                         help="build a sharded run from the shards there when some are missing or failed (said in the "
                              "provenance) instead of stopping")
@@ -87,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                                allow_missing_shards=args.allow_missing_shards)
         built = build_tables(results, args.baseline, tuple(args.case), args.case_decoders)
         written = write_outputs(built, results, out, args.formats, args.viewer_sessions)
-    except TablesError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except TickTockError as err:  # unusable results (exit 2), an output folder that cannot be written (exit 4)
+        print(f"ticktock: error: {one_line(err)}", file=sys.stderr)
+        return err.exit_code
     for warning in (results.warnings + [f"skipped: {reason}" for reason in results.skipped] + noise_warnings(results)
                     + results.incomplete):
         print(f"warning: {warning}", file=sys.stderr)

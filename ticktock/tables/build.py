@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ticktock.errors import RunFolderError
 from ticktock.tables import analysis, compute, quality
 from ticktock.tables.cases import Case, pick_cases, session_case
 from ticktock.tables.common import Table
@@ -123,10 +124,24 @@ def write_cases(cases: list[Case], results: Results, out: Path) -> list[Path]:
     return written
 
 
+class OutputFolderError(RunFolderError):
+    """The tables' output folder cannot be written (read-only, full, a file in its place): exit code 4."""
+
+
 def write_outputs(built: Built, results: Results, out: Path, formats: tuple[str, ...],
                   viewer_sessions: int | None = DEFAULT_SESSIONS) -> list[Path]:
     """Table files, PNG figures, the case studies and (with 'html') report.html in ``out``, with the session viewer
-    of ``viewer_sessions`` sessions (None: all; the case studies' sessions first)."""
+    of ``viewer_sessions`` sessions (None: all; the case studies' sessions first). A folder that cannot be written
+    is an ``OutputFolderError`` naming the file."""
+    try:
+        return _write_outputs(built, results, out, formats, viewer_sessions)
+    except OSError as err:
+        where = err.filename or out
+        raise OutputFolderError(f"{where}: cannot write the tables there ({err.strerror or err})") from None
+
+
+def _write_outputs(built: Built, results: Results, out: Path, formats: tuple[str, ...],
+                   viewer_sessions: int | None) -> list[Path]:
     from ticktock.tables.figures import write_figures
     from ticktock.tables.report import html_report
     from ticktock.tables.viewer import viewer_data

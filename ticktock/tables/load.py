@@ -15,11 +15,29 @@ of one session at a time (Tables 2-7, Figures 4a-4b, losslessness, quality) use 
 
 Nothing here imports torch or model code: the tables are a pure function of the files.
 
-An unreadable run (a truncated parquet file, a broken run.json) stops the build with one line naming the file,
-unless ``skip_bad_runs``: then it is left out, listed in ``Results.skipped`` and in every table's provenance. An
-**interrupted** run (run.json says "interrupted", or still "running" while its process is gone:
-``ticktock.results.liveness``) is refused the same way unless ``allow_interrupted``: then its completed sessions
-are used (from its per-session parts when it was killed before consolidating) and the provenance says so.
+An unreadable run (a truncated parquet file, a broken run.json, a run.json of the wrong shape:
+``ticktock.results.runjson``) stops the build with one line naming the file, unless ``skip_bad_runs``: then it
+is left out, listed in ``Results.skipped`` and in every table's provenance. An **interrupted** run (run.json says
+"interrupted", or still "running" while its process is gone: ``ticktock.results.liveness``) or a **failed** one
+(status "failed: ...", e.g. a full disk) is refused the same way unless ``allow_interrupted`` (a failed shard of a
+sharded run is refused or allowed with its split: ``check_splits``): then its completed sessions are used (from its
+per-session parts when it was killed before consolidating) and the provenance says so. A run with no completed session adds nothing:
+it is left out, said in the provenance (nothing at all to build from is one line).
+
+Results that cannot be compared honestly are refused, each in one line naming the runs (``check_results``):
+
+- one session id replayed from different inputs in two runs (their ``audio_sha256`` or ``manifest_sha256`` differ:
+  another corpus, an edited line, a replaced audio file);
+- a run whose rows name another decoder or model than its run.json, or whose sessions were charged by different
+  cost profiles (``profile_sha256``: a profile edited between a kill and a resume of a run written before resume
+  checked it), or by another profile than its run.json's;
+- two run folders with one run id (a copied run folder).
+
+Setups are keyed by the cost profile's content (run.json ``clock.profile_sha256``), not its name: two profiles of
+one name are two setups, their clock labelled ``modeled:<name>#<first 8 hex of the digest>``, said in the
+provenance. A decoder whose state outlives a session but not a decoder instance (Token Recycling's adjacency
+matrix, run.json ``decoder.adjacency_matrix_scope``) depends on N and the shard count: when its runs here differ
+in them, the provenance says so.
 
 Example::
 
@@ -40,15 +58,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ticktock.decoders import DECODERS
+from ticktock.errors import EXIT_CONFIG, TickTockError, one_line
 from ticktock.results.liveness import interruption
+from ticktock.results.runjson import shape_problem
 from ticktock.results.schema import SCHEMA_VERSION, TABLES
 
 VERSION_KEY = b"ticktock_schema_version"
 GLOB_CHARS = set("*?[")
 
 
-class TablesError(RuntimeError):
-    """The results cannot be turned into tables (missing, malformed or inconsistent runs)."""
+class TablesError(TickTockError, RuntimeError):
+    """The results cannot be turned into tables (missing, malformed, inconsistent or incomparable runs): exit
+    code 2, one line (``ticktock.errors``)."""
+
+    exit_code = EXIT_CONFIG
 
 
 @dataclass(frozen=True)
@@ -94,7 +117,8 @@ class Run:
     meta: dict
     chunks: pd.DataFrame
     sessions: pd.DataFrame
-    note: str | None = None  # an interrupted run used anyway: what was used
+    note: str | None = None  # an interrupted or failed run used anyway: what was used
+    clock_tag: str = ""  # the profile digest's first hex digits, when two profiles here share this one's name
     _forwards: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _forwards_by_session: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -114,7 +138,18 @@ class Run:
 
     @property
     def status(self) -> str:
-        return "interrupted" if self.note else str(self.meta.get("status", "unknown"))
+        """The run's status: run.json's, "interrupted" for a run killed while it said "running"."""
+        status = str(self.meta.get("status", "unknown"))
+        return "interrupted" if self.note and status == "running" else status
+
+    @property
+    def profile_digest(self) -> str | None:
+        """The digest of the cost profile the run was charged by (run.json ``clock.profile_sha256``; None: none)."""
+        return (self.meta.get("clock") or {}).get("profile_sha256")
+
+    @property
+    def shard_count(self) -> int:
+        return int((self.meta.get("shard") or {}).get("count", 1))
 
     def forwards(self, session_id: str | None = None) -> pd.DataFrame:
         """The run's forwards table (``ticktock.results.schema``), read when first asked for (the tables of
@@ -134,6 +169,8 @@ class Run:
         label = clock.get("name") or config["clock"]["name"]
         if clock.get("profile"):
             label = f"{label}:{clock['profile']}"
+        if self.clock_tag:
+            label = f"{label}#{self.clock_tag}"
         return Setup(
             model=config["model"]["name"],
             clock=label,
@@ -214,12 +251,14 @@ class Results:
     skipped: list[str] = field(default_factory=list)  # runs left out (skip_bad_runs): one line each, naming the file
     scope: list[str] = field(default_factory=list)  # which of the runs a view uses, when not all (single_session)
     incomplete: list[str] = field(default_factory=list)  # sharded runs built without some shards (check_splits)
+    caveats: list[str] = field(default_factory=list)  # what else the tables must say (runs left out, runs still
+                                                      # running, profiles of one name, recycling's N and shards)
 
     def provenance(self) -> list[str]:
-        """What the tables must say about the runs used: interrupted runs used anyway, runs skipped, sharded runs
-        missing shards, and which runs a view uses (``single_session``)."""
+        """What the tables must say about the runs used: interrupted or failed runs used anyway, runs skipped,
+        sharded runs missing shards, the caveats, and which runs a view uses (``single_session``)."""
         return ([r.note for r in self.runs if r.note] + [f"skipped: {reason}" for reason in self.skipped]
-                + self.incomplete + self.scope)
+                + self.incomplete + self.caveats + self.scope)
 
     def single_session(self) -> "Results":
         """The results of one session alone on the device (N = 1, no batching), as the tables of one session at a
@@ -279,37 +318,58 @@ def _run_dirs(path: Path) -> list[Path]:
     return sorted(p.parent for p in path.rglob("run.json") if "parts" not in p.parent.parts[len(path.parts):])
 
 
-def read_run(path: Path, allow_interrupted: bool = False) -> Run:
-    """One run directory, with its schema versions checked (run.json and every parquet file); an interrupted
-    run is refused unless ``allow_interrupted`` (see the module docstring)."""
+def read_meta(path: Path) -> dict:
+    """A run directory's run.json, its schema version and shape checked (``ticktock.results.runjson``)."""
     meta_path = path / "run.json"
     try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise TablesError(f"{meta_path}: cannot read run.json ({err})") from None
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise TablesError(f"{meta_path}: cannot read run.json ({_first_line(err)})") from None
     if not isinstance(meta, dict):
         raise TablesError(f"{meta_path}: not a ticktock run.json (a JSON {type(meta).__name__}, not an object)")
     version = meta.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise TablesError(f"{meta_path}: schema_version {version!r}, but these tables read version {SCHEMA_VERSION}; "
+        shown = repr(version) if len(repr(version)) <= 40 else repr(version)[:37] + "..."
+        raise TablesError(f"{meta_path}: schema_version {shown}, but these tables read version {SCHEMA_VERSION}; "
                           "rebuild the tables with the ticktock version that wrote the run, or rerun it")
-    if "config" not in meta:
-        raise TablesError(f"{meta_path}: no 'config' (not a ticktock run.json)")
-    reason = interrupted_because(path, meta)
+    problem = shape_problem(meta)
+    if problem:
+        raise TablesError(f"{meta_path}: {problem} (not the run.json a ticktock run writes)")
+    return meta
+
+
+def read_run(path: Path, allow_interrupted: bool = False) -> Run:
+    """One run directory, with its run.json's shape and its schema versions checked (run.json and every parquet
+    file), and its rows checked against its run.json (``check_rows``); a run that stopped before its end
+    (interrupted, or failed) is refused unless ``allow_interrupted``; a failed shard of a sharded run is read, and
+    ``check_splits`` refuses it unless ``allow_missing_shards`` (see the module docstring)."""
+    meta = read_meta(path)
+    reason = stopped_because(path, meta)
     if reason is None:
         frames = {name: _read_table(path / f"{name}.parquet", name) for name in ("chunks", "sessions")}
         _check_version(path / "forwards.parquet")
-        return Run(path, meta, frames["chunks"], frames["sessions"])
+        return check_rows(Run(path, meta, frames["chunks"], frames["sessions"]))
+    kind, why = reason
     progress = f"{_sessions_done(path, meta)} of {meta.get('sessions_total', '?')} sessions done"
-    if not allow_interrupted:
-        raise TablesError(f"{meta_path}: interrupted run ({reason}; {progress}); rerun it into {path} to resume it, "
+    failed_shard = kind == "failed" and int((meta.get("shard") or {}).get("count", 1)) > 1
+    if not (allow_interrupted or failed_shard):
+        raise TablesError(f"{path / 'run.json'}: {kind} run ({why}; {progress}); rerun it into {path} to resume it, "
                           "or pass --allow-interrupted to build from its completed sessions")
     killed = meta.get("status") == "running"  # no consolidation ran: its parts are the only complete record
     frames = {name: _read_parts(path, name) if killed else _read_table(path / f"{name}.parquet", name)
               for name in ("chunks", "sessions")}
-    note = (f"run {path}: interrupted ({reason}); built from its completed sessions only "
+    note = (f"run {path}: {kind} ({why}); built from its completed sessions only "
             f"({len(frames['sessions'])} sessions, {len(frames['chunks'])} chunks; {progress})")
-    return Run(path, meta, frames["chunks"], frames["sessions"], note)
+    return check_rows(Run(path, meta, frames["chunks"], frames["sessions"], note))
+
+
+def stopped_because(path: Path, meta: dict) -> tuple[str, str] | None:
+    """("interrupted" or "failed", why) for a run that stopped before its end, None for one that did not."""
+    status = meta.get("status")
+    if status.startswith("failed"):
+        return "failed", f"status {status!r}"
+    reason = interrupted_because(path, meta)
+    return None if reason is None else ("interrupted", reason)
 
 
 def interrupted_because(path: Path, meta: dict) -> str | None:
@@ -323,6 +383,37 @@ def interrupted_because(path: Path, meta: dict) -> str | None:
         mtime = None
     gone = interruption(meta, mtime)
     return f"status still 'running', but {gone}" if gone else None
+
+
+def check_rows(run: Run) -> Run:
+    """``run`` when its rows agree with its run.json: every row of its decoder and model, and every session charged
+    by one cost profile, the one run.json names; else a ``TablesError`` naming the file and both values."""
+    config = run.meta["config"]
+    for name, frame in (("chunks", run.chunks), ("sessions", run.sessions)):
+        for column in ("decoder", "model"):
+            expected = config[column]["name"]
+            others = sorted(set(frame[column].dropna().astype(str)) - {expected})
+            if others:
+                raise TablesError(f"{run.path / f'{name}.parquet'}: rows of {column} {others[0]!r}, but run.json "
+                                  f"says {column} {expected!r} (config.{column}.name): this folder mixes runs; "
+                                  "rerun it into an empty folder")
+    digests = run.sessions["profile_sha256"].value_counts(dropna=False)
+    if len(digests) > 1:
+        counts = ", ".join(f"{_profile(d)} for {n} sessions" for d, n in digests.items())
+        raise TablesError(f"{run.path / 'sessions.parquet'}: its sessions were charged by {len(digests)} different cost "
+                          f"profiles ({counts}): the profile changed while the run was resumed; rerun it with one "
+                          "profile (overwrite=true)")
+    if len(digests) == 1 and run.profile_digest is not None and digests.index[0] != run.profile_digest:
+        raise TablesError(f"{run.path / 'sessions.parquet'}: its sessions were charged by {_profile(digests.index[0])}, "
+                          f"but run.json says {_profile(run.profile_digest)} "
+                          "(clock.profile_sha256); rerun it with one profile (overwrite=true)")
+    return run
+
+
+def _profile(digest) -> str:
+    """A profile digest in a message: its first 8 hex digits (``cost profile sha256 1a2b3c4d``), or that there is
+    none."""
+    return f"cost profile sha256 {digest[:8]}" if isinstance(digest, str) and digest else "no cost profile"
 
 
 def _sessions_done(path: Path, meta: dict) -> int:
@@ -426,7 +517,8 @@ def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, al
                  allow_missing_shards: bool = False) -> Results:
     """Discover, read and group the runs named by ``arguments`` (paths or globs). A run that cannot be used stops
     it with a ``TablesError`` naming the file, or with ``skip_bad_runs`` is left out and listed in ``skipped``.
-    The shards of a sharded run are combined when all of them are there, once and complete (``check_splits``)."""
+    The shards of a sharded run are combined when all of them are there, once and complete (``check_splits``);
+    runs that cannot be compared honestly are refused (``check_results``)."""
     runs, skipped = [], []
     for path in discover(arguments):
         try:
@@ -434,10 +526,118 @@ def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, al
         except TablesError as err:
             if not skip_bad_runs:
                 raise
-            skipped.append(str(err))
+            skipped.append(one_line(err))
     if not runs:
         raise TablesError(f"no usable runs: all {len(skipped)} were skipped (first: {skipped[0]})")
     shard_notes = check_splits(runs, allow_missing_shards)
-    warnings = [f"run {r.path} has status {r.status!r} (not complete): its rows are used as they are"
-                for r in runs if r.status != "complete" and not r.note]
-    return Results(runs, group_cells(runs), warnings, skipped, incomplete=shard_notes)
+    check_results(runs)
+    used, empty = _with_sessions(runs)
+    caveats = empty + tag_profiles(runs) + state_scope_notes(used)
+    running = [f"run {r.path} has status {r.status!r} (not complete): its rows are used as they are"
+               for r in runs if r.status != "complete" and not r.note]
+    return Results(runs, group_cells(used), running, skipped, incomplete=shard_notes, caveats=caveats + running)
+
+
+def check_results(runs: list[Run]) -> None:
+    """Refuse runs that cannot be compared honestly: two folders with one run id, and one session id replayed from
+    different inputs (``check_same_inputs``)."""
+    folders: dict[str, Path] = {}
+    for run in runs:
+        first = folders.setdefault(run.run_id, run.path)
+        if first != run.path:
+            raise TablesError(f"run id {run.run_id}: two run folders hold it, {first} and {run.path} (a copied run "
+                              "folder?); pass only one of them")
+    check_same_inputs(runs)
+
+
+INPUTS = (("audio_sha256", "audio file"), ("manifest_sha256", "manifest line"))
+
+
+def check_same_inputs(runs: list[Run]) -> None:
+    """Every session id stands for one input across the runs: the same audio file's bytes (``audio_sha256``) and
+    the same manifest line (``manifest_sha256``) wherever it was replayed; else a ``TablesError`` naming the
+    session, two runs that differ and the digests (a speedup over different audio is not a speedup)."""
+    columns = ["session_id", *(column for column, _ in INPUTS)]
+    frames = [r.sessions[columns].assign(run=i) for i, r in enumerate(runs) if len(r.sessions)]
+    if not frames:
+        return
+    frame = pd.concat(frames, ignore_index=True)
+    for column, what in INPUTS:
+        values = frame[column].fillna("")
+        differing = values.groupby(frame["session_id"]).nunique()
+        if not differing.gt(1).any():
+            continue
+        session_id = differing[differing.gt(1)].index[0]
+        rows = frame[frame["session_id"] == session_id].assign(value=values)
+        first = rows.iloc[0]
+        other = rows[rows["value"] != first["value"]].iloc[0]
+        a, b = runs[int(first["run"])], runs[int(other["run"])]
+        raise TablesError(f"session {session_id}: runs {a.path} and {b.path} replayed it from different inputs (its "
+                          f"{what} differs: {column} {_digest(first['value'])} vs {_digest(other['value'])}); their "
+                          "numbers are not comparable: pass runs of one corpus, or rerun one of them on the other's "
+                          "inputs")
+
+
+def _digest(value: str) -> str:
+    return f"{value[:12]}..." if value else "none"
+
+
+def _with_sessions(runs: list[Run]) -> tuple[list[Run], list[str]]:
+    """The runs that hold completed sessions, and a note for each one left out for holding none (a shard that was
+    given no session is left out silently: it holds what it was given)."""
+    used, notes = [], []
+    for run in runs:
+        if len(run.sessions):
+            used.append(run)
+        elif not (run.shard and run.status == "complete"):
+            notes.append(f"run {run.path}: no completed session ({run.status}); nothing from it in the tables")
+    if not used:
+        raise TablesError(f"no completed session in any of the {len(runs)} runs ({runs[0].path}"
+                          + (", ..." if len(runs) > 1 else "") + "): nothing to build tables from")
+    return used, notes
+
+
+def tag_profiles(runs: list[Run]) -> list[str]:
+    """Tag the clock of runs whose cost profile shares its name with a profile of other content (``Run.clock_tag``:
+    their setups differ) and say so; nothing when every profile name stands for one content."""
+    by_name: dict[str, dict] = {}
+    for run in runs:
+        name = (run.meta.get("clock") or {}).get("profile")
+        if name:
+            by_name.setdefault(name, {}).setdefault(run.profile_digest, []).append(run)
+    notes = []
+    for name, digests in by_name.items():
+        if len(digests) < 2:
+            continue
+        for digest, members in digests.items():
+            for run in members:
+                run.clock_tag = (digest or "unknown")[:8]
+        listed = "; ".join(f"#{(d or 'unknown')[:8]}: {', '.join(str(r.path) for r in members)}"
+                           for d, members in digests.items())
+        notes.append(f"cost profile {name}: {len(digests)} profiles of different content share this name, so they "
+                     f"are different setups, their clocks tagged with the first digits of each one's sha256 ({listed})")
+    return notes
+
+
+STATE_SCOPES = {"adjacency_matrix_scope": "adjacency matrix"}  # run.json decoder.<key>: state kept per instance
+
+
+def state_scope_notes(runs: list[Run]) -> list[str]:
+    """A note per decoder whose state lives as long as a decoder instance (one per concurrency slot and per shard:
+    ``STATE_SCOPES``) and whose runs here differ in N or in the shard count: its figures depend on both."""
+    notes = []
+    for key, state in STATE_SCOPES.items():
+        layouts: dict[str, dict[str, int]] = {}  # decoder -> "N=4, unsharded" -> runs
+        for run in runs:
+            if key in (run.meta.get("decoder") or {}):
+                count = run.shard_count
+                layout = f"N={run.setup().concurrency}, " + (f"{count} shards" if count > 1 else "unsharded")
+                found = layouts.setdefault(run.decoder, {})
+                found[layout] = found.get(layout, 0) + 1
+        for decoder, found in sorted(layouts.items()):
+            if len(found) > 1:
+                listed = ", ".join(f"{layout} ({n} run{'s' if n > 1 else ''})" for layout, n in sorted(found.items()))
+                notes.append(f"{decoder}: its {state} starts cold in each concurrency slot and each shard (run.json "
+                             f"decoder.{key}), so its figures depend on N and the shard count, and its runs here "
+                             f"differ in them: {listed}")
+    return notes

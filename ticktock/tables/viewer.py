@@ -97,9 +97,22 @@ def viewer_data(results: Results, limit: int | None = DEFAULT_SESSIONS, first: t
             "sessions": len(chosen), "total": len(chosen_sessions(results, None))}
 
 
-def _embedded_json(data: dict) -> str:
-    """JSON safe inside a <script> element: no "</" can close it."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+HTML_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def embedded_json(data) -> str:
+    """``data`` as JSON that is inert inside any HTML element, a <script> above all: ``<``, ``>`` and ``&`` are
+    written as JSON escapes (``\\u003c``...), so no text can close the element (``</script>``), open a comment or a
+    nested script (``<!--<script>``, after which a browser reads past the element's end) or start a character
+    reference; U+2028 and U+2029 too (line terminators to older JavaScript). ``json.loads`` (and ``JSON.parse``)
+    read back the exact data. Every JSON embedded in a page goes through here.
+
+    >>> print(embedded_json({"text": "a <!--<script> & </script>"}))
+    {"text":"a \\u003c!--\\u003cscript\\u003e \\u0026 \\u003c/script\\u003e"}
+    >>> json.loads(embedded_json(["<!--<script>", "\u2028"])) == ["<!--<script>", "\u2028"]
+    True
+    """
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).translate(HTML_SAFE)
 
 
 def read_viewer_data(page: str) -> dict:
@@ -126,7 +139,7 @@ def viewer_section(data: dict) -> str:
 <div class="tt-scroll"><svg id="tt-timeline" xmlns="http://www.w3.org/2000/svg"></svg></div>
 <div id="tt-details" class="tt-details">hover a chunk</div>
 <table id="tt-chunks"><thead></thead><tbody></tbody></table>
-<script type="application/json" id="{DATA_ID}">{_embedded_json(data)}</script>
+<script type="application/json" id="{DATA_ID}">{embedded_json(data)}</script>
 <script>{SCRIPT}</script>
 </section>"""
 

@@ -1,19 +1,23 @@
-"""Convert a local copy of a published source into a TickTock session manifest.
+"""Convert a published source (a local copy, or a Hub id for the sources on the Hub) into a TickTock session manifest.
 
 Usage::
 
     python -m ticktock.corpus.convert SOURCE --src PATH --out DIR [--limit N] [--subsets A,B]
                                       [--lead-s 1.0] [--tail-s 8.0] [--column ROLE=NAME ...]
                                       [--selection NAME|FILE | --per-task N [--seed S]]
-                                      [--backchannel-gt FILE]
+                                      [--backchannel-gt FILE] [--overwrite]
     python -m ticktock.corpus.convert SOURCE --src PATH --check [...]
 
 SOURCE is one of openaudiobench, voicebench_alpacaeval, big_bench_audio, fdb_v1, fdb_v1_5, fdb_v3. Writes
-DIR/manifest.jsonl and DIR/audio/<session_id>.flac (16 kHz mono); nothing is downloaded. Problems that do
+DIR/manifest.jsonl and DIR/audio/<session_id>.flac (16 kHz mono). ``--src`` of openaudiobench, voicebench_alpacaeval and
+big_bench_audio may be a Hub id (read through the Hugging Face cache; offline, a source not cached is one line naming
+the command that fetches it, ``ticktock.corpus.convert.hub``); nothing else is downloaded. Problems that do
 not stop the conversion (clipped or silent audio, ...) are printed as "warning: FILE: ..." lines and
 counted in the summary; a missing or corrupt source file stops it with "error: FILE: ..." (exit status 1)
-and leaves nothing behind in DIR. ``--check`` reads and analyses the copy the same way and prints its
-statistics and every warning, but writes nothing (``--out`` is not needed).
+and leaves nothing behind in DIR. A DIR that is the source, or that already holds another corpus, is refused
+before any work (``ticktock: error: DIR: ...``, exit status 4) unless ``--overwrite`` (never over the source).
+``--check`` reads and analyses the copy the same way and prints its statistics and every warning, but writes
+nothing (``--out`` is not needed).
 """
 
 from __future__ import annotations
@@ -25,22 +29,25 @@ import time
 from collections import Counter
 from typing import Sequence
 
-from ticktock.corpus.convert import SOURCES, ConvertError, check, convert
+from ticktock.corpus.arguments import real_number, whole_number
+from ticktock.corpus.convert import LEAD_S_RANGE, MAX_LIMIT, SOURCES, TAIL_S_RANGE, ConvertError, check, convert
 from ticktock.corpus.convert.selection import Selection, load_selection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", choices=SOURCES, help="which published source the local copy is")
-    parser.add_argument("--src", required=True, help="the local copy, in its published layout")
+    parser.add_argument("--src", required=True,
+                        help="the local copy, in its published layout, or the Hub id of a source on the Hub")
     parser.add_argument("--out", default=None, help="output folder (manifest.jsonl + audio/); not with --check")
     parser.add_argument("--check", action="store_true",
                         help="print what the copy holds (statistics, every warning) without writing anything")
-    parser.add_argument("--limit", type=int, default=None, help="convert at most N items per subset")
+    parser.add_argument("--limit", type=whole_number(1, MAX_LIMIT), default=None,
+                        help="convert at most N items per subset")
     parser.add_argument("--subsets", default=None,
                         help="comma-separated subsets (openaudiobench, fdb_v1, fdb_v1_5; voicebench config)")
-    parser.add_argument("--lead-s", type=float, default=1.0,
+    parser.add_argument("--lead-s", type=real_number(*LEAD_S_RANGE), default=1.0,
                         help="silence before a single-utterance question (default 1.0)")
-    parser.add_argument("--tail-s", type=float, default=8.0,
+    parser.add_argument("--tail-s", type=real_number(*TAIL_S_RANGE, above=True), default=8.0,
                         help="room for the reply after a question without reference answer (default 8.0)")
     parser.add_argument("--column", action="append", default=[], metavar="ROLE=NAME",
                         help="metadata field name for a role, e.g. answer=Answer "
@@ -48,11 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--selection", default=None, metavar="NAME|FILE",
                         help="keep the sessions of a selection config: a shipped name (ticktock_bench: 95 per "
                              "task type, seed 0) or a YAML file (see ticktock/corpus/convert/selection.py)")
-    parser.add_argument("--per-task", type=int, default=None,
+    parser.add_argument("--per-task", type=whole_number(1, MAX_LIMIT), default=None,
                         help="keep N sessions per task type, chosen reproducibly with --seed")
-    parser.add_argument("--seed", type=int, default=0, help="seed of --per-task (default 0)")
+    parser.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0, help="seed of --per-task (default 0)")
     parser.add_argument("--backchannel-gt", default=None, metavar="FILE",
                         help="fdb_v1: icc_gt_distribution.json (default: looked for next to --src)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a folder that already holds another corpus (never the source folder)")
 
 
 def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
@@ -90,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
         if args.check:
             result = check(args.source, args.src, **options)
         else:
-            result = convert(args.source, args.src, args.out, **options)
+            result = convert(args.source, args.src, args.out, overwrite=args.overwrite, **options)
     except ConvertError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -144,4 +153,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    from ticktock.errors import user_errors
+
+    with user_errors():
+        sys.exit(cli())

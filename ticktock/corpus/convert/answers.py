@@ -20,6 +20,8 @@ import ast
 import json
 from typing import Any
 
+from ticktock.corpus.convert import MAX_JSON_DEPTH, nesting_depth
+
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
 
@@ -56,13 +58,19 @@ def parse_aliases(value: Any) -> list[str]:
 
 
 def _decode(text: str) -> Any:
+    """A list or object written as JSON or as a Python literal (never evaluated: ``ast.literal_eval``), or None;
+    one nested deeper than ``MAX_JSON_DEPTH`` is read as plain text (``parse_answers`` would overflow the stack).
+
+    >>> _decode("['a', 'b']"), _decode("[" * 500 + "]" * 500), _decode("Paris")
+    (['a', 'b'], None, None)
+    """
     for decode in (json.loads, ast.literal_eval):
         try:
             value = decode(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(value, (list, tuple, dict)):
-            return value
+            return value if nesting_depth(value) <= MAX_JSON_DEPTH else None
     return None
 
 

@@ -1,6 +1,7 @@
 """Big Bench Audio (ArtificialAnalysis/big_bench_audio): 1,000 spoken Big-Bench-Hard questions.
 
-Published layout (Hugging Face audiofolder; ``--src`` is the repository folder)::
+Published layout (Hugging Face audiofolder; ``--src`` is the Hub id ``ArtificialAnalysis/big_bench_audio``, fetched
+into the Hub cache, or a local copy of the repository folder)::
 
     metadata.jsonl        one JSON object per question
     data/question_<i>.mp3
@@ -15,17 +16,19 @@ answer (a small number also counts spelled out: "7" / "seven").
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, safe_id, source_path
+from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, parse_json, safe_id, source_path
 from ticktock.corpus.convert.answers import number_aliases
+from ticktock.corpus.convert.hub import HUB_IDS
 from ticktock.corpus.convert.utterance import utterance_session
 from ticktock.corpus.convert.writer import CorpusWriter
 from ticktock.sessions.manifest import Session
 
 SOURCE = "big_bench_audio"
+HUB_ID = HUB_IDS[SOURCE]
+HUB_FILES = ("metadata.jsonl", "data/*")  # what a conversion reads of the Hub repository
 TASK = "big_bench_audio"
 COLUMNS = {  # role -> candidate field names, first present wins
     "id": ("id", "question_id"),
@@ -47,6 +50,11 @@ class Item:
     text: str
 
 
+def hub_patterns(subsets) -> list[str]:
+    """The files of the Hub repository a conversion reads (Big Bench Audio has no subsets)."""
+    return list(HUB_FILES)
+
+
 def read_items(options: Options) -> list[Item]:
     metadata = options.src / "metadata.jsonl"
     if not metadata.is_file():
@@ -61,10 +69,7 @@ def read_items(options: Options) -> list[Item]:
             if not text.strip():
                 continue
             where = f"{metadata}:{number}"
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise ConvertError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
+            row = parse_json(text, where)
             if not isinstance(row, dict):
                 raise ConvertError(f"{where}: expected a JSON object")
             fields = {role: field(row, role, options.columns, where) for role in COLUMNS}

@@ -20,13 +20,12 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from ticktock.corpus.convert import ConvertError, Options
+from ticktock.corpus.convert import ConvertError, Options, parse_json
 
 
 def unnested(folder: Path) -> Path:
@@ -82,12 +81,14 @@ def require(path: Path) -> Path:
 
 
 def read_json(path: Path) -> Any:
-    """The decoded JSON of ``path``; a missing or invalid file raises ConvertError naming it."""
+    """The decoded JSON of ``path``; a missing or invalid file (or one nested deeper than ``MAX_JSON_DEPTH``) raises
+    ConvertError naming it."""
     require(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
         raise ConvertError(f"{path}: not valid JSON ({err})") from None
+    return parse_json(text, str(path))
 
 
 def span(value: Any, where: str) -> tuple[float, float]:

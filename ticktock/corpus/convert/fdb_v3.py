@@ -11,7 +11,8 @@ per-recording copy of the scenario, which the official scripts prefer over ``ben
 ``id``, ``title``, ``domain``, ``difficulty``, ``num_expected_calls``, ``dialogue`` (a list of
 ``{"user", "ai"}`` entries: what the speaker read and the reference reply), ``expected_tool_calls``
 (``[{"function": name, "args": {...}}]``), ``disfluency_features`` (upper case: ``FILLER``, ``PAUSE``,
-``HESITATION``, ``FALSE_START``, ``SELF_CORRECTION``), ``state_rollback_test``, ``state_rollback_details``
+``HESITATION``, ``FALSE_START``, ``SELF_CORRECTION``; a list, or absent; anything else is refused naming the file
+and the field), ``state_rollback_test``, ``state_rollback_details``
 (``{"original_param": {...}, "corrected_param": {...}}``), ``acting_notes``, ``latency_profile``.
 
 The session is the whole recording (resampled to 16 kHz mono; its 20-40 s of trailing room tone leave room
@@ -45,7 +46,7 @@ import copy
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, safe_id, source_path
 from ticktock.corpus.convert.fdb_layout import (example_of, read_json, require, sample_folders, speaker_of,
@@ -86,6 +87,7 @@ class Item:
     meta: dict
     calls: tuple[dict, ...]
     dialogue: Dialogue
+    disfluencies: tuple[str, ...] = ()  # ``disfluency_features`` as the source spells them
 
     @property
     def example_id(self) -> str:
@@ -114,7 +116,7 @@ def read_items(options: Options) -> list[Item]:
         if not isinstance(meta, dict):
             raise ConvertError(f"{path}: expected a JSON object")
         items.append(Item(sample, meta, tool_calls(meta.get("expected_tool_calls"), path),
-                          read_dialogue(meta.get("dialogue"), path)))
+                          read_dialogue(meta.get("dialogue"), path), disfluency_features(meta, path)))
     return items
 
 
@@ -136,6 +138,26 @@ def tool_calls(value: Any, path: Path) -> tuple[dict, ...]:
             raise ConvertError(f"{path}: expected_tool_calls[{i}] is not {{'function': str, 'args': {{...}}}}")
         calls.append({"function": call["function"], "args": dict(call.get("args") or {})})
     return tuple(calls)
+
+
+def disfluency_features(meta: dict, path: Path) -> tuple[str, ...]:
+    """``disfluency_features``: a list of names (none when absent); anything else raises ConvertError naming the
+    file and the field.
+
+    >>> disfluency_features({"disfluency_features": ["FILLER", "PAUSE"]}, Path("metadata.json"))
+    ('FILLER', 'PAUSE')
+    >>> disfluency_features({"disfluency_features": "FILLER"}, Path("metadata.json"))
+    Traceback (most recent call last):
+    ...
+    ticktock.corpus.convert.ConvertError: metadata.json: 'disfluency_features' must be a list of names (e.g. ["FILLER", "PAUSE"]), got 'FILLER'
+    """
+    value = meta.get("disfluency_features")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ConvertError(f"{path}: 'disfluency_features' must be a list of names (e.g. [\"FILLER\", \"PAUSE\"]), "
+                           f"got {value!r:.60}")
+    return tuple(value)
 
 
 def read_dialogue(value: Any, path: Path) -> Dialogue:
@@ -231,15 +253,15 @@ def rollback(meta: dict) -> dict | None:
             "corrected": details.get("corrected_param", details.get("corrected"))}
 
 
-def disfluency_names(features: Any) -> list[str]:
+def disfluency_names(features: Sequence[str]) -> list[str]:
     """Disfluency names as the synthetic corpus spells them: lower case, singular.
 
     >>> disfluency_names(["FILLER", "SELF_CORRECTION", "false starts", "Pauses"])
     ['filler', 'self_correction', 'false_start', 'pause']
     """
     names = []
-    for feature in features if isinstance(features, list) else []:
-        key = re.sub(r"[\s-]+", "_", str(feature).strip()).lower()
+    for feature in features:
+        key = re.sub(r"[\s-]+", "_", feature.strip()).lower()
         names.append(DISFLUENCY_NAMES.get(key, key))
     return names
 
@@ -293,7 +315,7 @@ def build_session(item: Item, writer: CorpusWriter, options: Options) -> Session
         "num_expected_calls": meta.get("num_expected_calls"),
         "domain": domain_of(meta, example),
         "difficulty": meta.get("difficulty"),
-        "disfluencies": disfluency_names(meta.get("disfluency_features")),
+        "disfluencies": disfluency_names(item.disfluencies),
         "state_rollback": rollback(meta) if meta.get("state_rollback_test", True) else None,
         "respond_after_s": [turn.end_s],
     }
@@ -326,9 +348,8 @@ def provenance(item: Item, clip, spans, calls: list[dict], options: Options) -> 
     for key in ("acting_notes", "latency_profile", "state_rollback_test"):
         if key in meta:
             found[key] = meta[key]
-    features = meta.get("disfluency_features")
-    if isinstance(features, list) and disfluency_names(features) != features:
-        found["source_disfluencies"] = features
+    if disfluency_names(item.disfluencies) != list(item.disfluencies):
+        found["source_disfluencies"] = list(item.disfluencies)
     if calls != list(item.calls):
         found["source_tool_calls"] = list(item.calls)
     return found

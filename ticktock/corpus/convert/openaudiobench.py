@@ -1,6 +1,7 @@
 """OpenAudioBench (baichuan-inc/OpenAudioBench): Llama Questions, Web Questions and TriviaQA.
 
-Published layout (``--src`` is the repository or its ``eval_datas/`` folder)::
+Published layout (``--src`` is the Hub id ``baichuan-inc/OpenAudioBench``, fetched into the Hub cache (only the
+converted subsets' folders: ``hub_patterns``), or a local copy of the repository or of its ``eval_datas/`` folder)::
 
     eval_datas/<subset>/<subset>.csv
     eval_datas/<subset>/audios/<subset>_<i>.mp3
@@ -29,11 +30,13 @@ from pathlib import Path
 
 from ticktock.corpus.convert import CONVERTER_VERSION, ConvertError, Options, source_path
 from ticktock.corpus.convert.answers import parse_aliases, parse_answers
+from ticktock.corpus.convert.hub import HUB_IDS
 from ticktock.corpus.convert.utterance import utterance_session
 from ticktock.corpus.convert.writer import CorpusWriter
 from ticktock.sessions.manifest import Session
 
 SOURCE = "openaudiobench"
+HUB_ID = HUB_IDS[SOURCE]
 SUBSETS = ("llama_questions", "web_questions", "trivia_qa")
 COLUMNS = {  # role -> candidate column names, first match wins
     "question": ("Questions", "question", "Question", "instruction", "prompt", "text"),
@@ -52,6 +55,15 @@ class Item:
     audio_path: Path
     question: str
     answers: tuple[str, ...]
+
+
+def hub_patterns(subsets) -> list[str]:
+    """The files of the Hub repository a conversion of ``subsets`` (None: all three) reads: their CSVs and audio.
+
+    >>> hub_patterns(["trivia_qa"])
+    ['eval_datas/trivia_qa/*']
+    """
+    return [f"eval_datas/{subset}/*" for subset in (subsets or SUBSETS)]
 
 
 def eval_datas(src: Path) -> Path:

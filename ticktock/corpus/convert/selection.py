@@ -97,6 +97,8 @@ def load_selection(name_or_path: str | Path) -> Selection:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         raise ConvertError(f"{path}: not valid YAML ({err})") from None
+    except RecursionError:
+        raise ConvertError(f"{path}: not valid YAML (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ConvertError(f"{path}: expected a mapping with per_task, seed and ids")
     return selection_from(data, path)

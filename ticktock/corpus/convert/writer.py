@@ -1,9 +1,9 @@
 """Reading source audio (with clipping and silence checks) and writing a converted corpus all-or-nothing.
 
 A :class:`CorpusWriter` stages every FLAC in a hidden folder inside the output folder. Only when all
-sessions succeeded does :meth:`CorpusWriter.commit` move the audio into ``OUT/audio/`` and write
-``OUT/manifest.jsonl`` (atomically, last). On any error the staging folder is removed, so a failed
-conversion leaves neither a partial manifest nor stray audio behind.
+sessions succeeded does :meth:`CorpusWriter.commit` write the record of the conversion (``OUT/made_by.json``),
+move the audio into ``OUT/audio/`` and write ``OUT/manifest.jsonl`` (atomically, last). On any error the
+staging folder is removed, so a failed conversion leaves neither a partial manifest nor stray audio behind.
 
 Example::
 
@@ -22,13 +22,16 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
 from ticktock.sessions.audio import CLIPPED_FRACTION, SAMPLE_RATE, clipped_fraction, resample
 from ticktock.corpus.convert import ConvertError
 from ticktock.sessions.manifest import Session, write_manifest
+
+if TYPE_CHECKING:
+    from ticktock.corpus.output_folder import MadeBy
 
 SILENT_PEAK = 10 ** (-60 / 20)  # silent: no sample louder than -60 dBFS
 
@@ -122,11 +125,16 @@ class CorpusWriter:
                         format="FLAC", subtype="PCM_16")
         return self.out / "audio" / f"{session_id}.flac"
 
-    def commit(self, sessions: Iterable[Session]) -> Path:
-        """Move the staged audio into place, then write the manifest (atomically, last)."""
+    def commit(self, sessions: Iterable[Session], made_by: MadeBy | None = None) -> Path:
+        """Write ``made_by`` (the record of the conversion, ``output_folder``), move the staged audio into place,
+        then write the manifest (atomically, last)."""
+        from ticktock.corpus.output_folder import write_record
+
         if self.out is None:
             raise ValueError("a dry run (out=None) writes nothing and has nothing to commit")
         sessions = list(sessions)
+        if made_by is not None:
+            write_record(self.out, made_by)
         audio_dir = self.out / "audio"
         audio_dir.mkdir(exist_ok=True)
         for session_id in self._staged:

@@ -1,0 +1,97 @@
+"""``python -m ticktock.certify``: prove a decoder lossless and honestly counted, or a model adapter exact.
+
+    python -m ticktock.certify decoder=speclisten              # the fixture model, then the embedded model
+    python -m ticktock.certify decoder=speclisten --quick      # the fixture model alone (seconds)
+    python -m ticktock.certify decoder=my_decoder model=gander # the decoder checks on one model
+    python -m ticktock.certify model=my_model                  # the adapter checks of a model
+    python -m ticktock.certify decoder=pld decoder.num_pred=4 --out results/certify   # keep the replays
+    python -m ticktock.certify decoder=pld --quick --settings greedy                  # one setting (seconds)
+
+Prints one row per property and setting (PASS, FAIL with its first counter-example, or SKIP with the reason),
+then a summary line. Exit code 0 when every check passed, 1 when one failed, 2 for a bad configuration. The
+decoder checks are ``ticktock.conformance.decoder``; the adapter checks ``ticktock.conformance.adapter``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ticktock.errors import user_errors
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ticktock certify", description="Prove a decoder lossless and honestly counted "
+                                "(decoder=NAME), or a model adapter exact (model=NAME).")
+    p.add_argument("overrides", nargs="*", metavar="key=value",
+                   help="decoder=NAME and/or model=NAME, then Hydra overrides of the replays (e.g. decoder.num_pred=4)")
+    p.add_argument("--quick", action="store_true", help="the decoder checks on the fixture model alone")
+    p.add_argument("--out", type=Path, default=None, help="keep the replays in this folder (default: a temporary one)")
+    p.add_argument("--sessions", type=int, default=2,
+                   help="sessions replayed (default 2: a tool call and a spoken answer; spoken ones on the fixture)")
+    p.add_argument("--chunks", type=int, default=10, help="chunks replayed of each session (default 10)")
+    p.add_argument("--cuts", type=int, default=1, help="replays with the audio cut, per setting (default 1)")
+    p.add_argument("--settings", default=None, metavar="NAMES",
+                   help="only these settings, comma-separated: greedy, sampled, greedy-2-sessions, sampled-2-sessions "
+                        "(default: all)")
+    return p
+
+
+def selection(overrides: list[str], name: str) -> str | None:
+    """The value of ``name=...`` among the overrides (None when absent)."""
+    values = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{name}=")]
+    return values[-1] if values else None
+
+
+def certify(args: argparse.Namespace) -> list:
+    from ticktock.conformance.decoder import (MODELS, QUICK_MODELS, SETTINGS, CertifyError, certify_decoder,
+                                              settings_named)
+
+    decoder, model = selection(args.overrides, "decoder"), selection(args.overrides, "model")
+    rest = [o for o in args.overrides if not o.startswith(("decoder=", "model="))]
+    if decoder is None and model is None:
+        raise CertifyError("nothing to certify: give decoder=NAME (its decoder checks) and/or model=NAME")
+    if decoder is None:
+        return certify_model(model, rest)
+    models = (model,) if model is not None else QUICK_MODELS if args.quick else MODELS
+    settings = settings_named(args.settings) if args.settings else SETTINGS
+    return certify_decoder(decoder, models, tuple(rest), args.out, args.sessions, args.chunks, settings, args.cuts)
+
+
+def certify_model(model: str, overrides: list[str]) -> list:
+    """The adapter checks of ``model`` (``ticktock.conformance.adapter.adapter_checks``), each on a fresh adapter."""
+    from ticktock.conformance.adapter import adapter_checks
+    from ticktock.replay.runner import build, compose_run
+
+    cfg = compose_run("ar", model, None, overrides)
+    return adapter_checks(lambda: build(cfg.model), model)
+
+
+def summary(results: list, what: str, seconds: float) -> str:
+    """E.g. ``certify decoder=pld: 24 checks, 22 passed, 0 failed, 2 skipped (31 s)``."""
+    counts = {kind: sum(c.result == kind for c in results) for kind in ("PASS", "FAIL", "SKIP")}
+    verdict = "FAILED" if counts["FAIL"] else "certified"
+    return (f"certify {what}: {verdict}: {len(results)} checks, {counts['PASS']} passed, {counts['FAIL']} failed, "
+            f"{counts['SKIP']} skipped ({seconds:.0f} s)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ticktock.conformance.checks import all_passed, table
+
+    args = parser().parse_args(argv)
+    began = time.perf_counter()
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # one bar per model load of each replay: the table is the output
+    with user_errors():
+        results = certify(args)
+    what = " ".join(o for o in args.overrides if o.startswith(("decoder=", "model="))) or "nothing"
+    print(table(results))
+    print(summary(results, what, time.perf_counter() - began))
+    return 0 if all_passed(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""Checks before Hydra launches ``python -m ticktock.run``, and sweeps (``-m``) that keep what is valid.
+
+``LaunchChecks`` is a Hydra callback (named in ``configs/run.yaml`` under ``hydra.callbacks``). Before a run it
+checks the run options (``check_run_options``: a bad one leaves no folder behind) and that the run folder can be
+written (``ticktock.results.writable.check_writable``: a read-only folder is one line and exit code 4, not Hydra's
+traceback from creating the folder or its log file); before a sweep, that the sweep folder can be written.
+
+Hydra launches a sweep's jobs (its *arms*: one per combination of the swept values) one after another or, with a
+launcher plugin (joblib, submitit, Ray), several at once. Two rules hold here, whatever the launcher:
+
+- **Every arm is checked before any is launched.** ``LaunchChecks.on_multirun_start`` composes each arm's config
+  exactly as its launcher will (``ConfigLoader.load_sweep_config``) and runs ``check_run_options`` on it. One bad
+  arm stops the sweep before anything is created, in one line naming the arm by its job number and the overrides
+  that set it apart::
+
+      ticktock: error: sweep job 1 (limit.sessions=-1): limit.sessions: must be null or an integer >= 1, got -1 (1 of 2 jobs bad; none was launched)
+
+  What the arm's machine holds (a GPU for ``device=cuda``, under a cluster launcher) is left to the job itself.
+- **A job that fails never stops another.** A job's expected error (``TickTockError``: bad input data, a locked
+  run folder, ...) is printed as one line naming the job and recorded in the sweep folder (``FAILED``: one small
+  JSON file per job; the job's run folder is removed if the job left nothing in it), and the job returns, so the
+  launcher carries on with the others (a ``SystemExit`` inside a job ended a sequential sweep there, and made
+  joblib cancel the jobs still running). When the sweep ends, ``on_multirun_end`` prints one line counting the
+  failed jobs and exits with the first one's code.
+
+Example::
+
+    >>> sorted(varying([["decoder=ar", "limit.sessions=1"], ["decoder=ar", "limit.sessions=-1"]]))
+    ['limit.sessions']
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from ticktock.errors import TickTockError, debugging, one_line
+
+FAILED = ".failed-jobs"  # in the sweep folder: <job num>.json for each job that stopped with an expected error
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+LAUNCHERS_HERE = ("hydra._internal.core_plugins.basic_launcher.BasicLauncher",
+                  "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher")
+
+
+class SweepError(TickTockError):
+    """A sweep arm cannot run (checked before launch), or some jobs failed; the exit code is the first one's."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class LaunchChecks(Callback):
+    """The Hydra callback of ``python -m ticktock.run``: the run folder can be written; at the start of a sweep, its
+    folder can be written and every arm is valid; at its end, the jobs that failed (module docstring)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        from ticktock.errors import user_errors
+        from ticktock.replay.runner import check_run_options
+        from ticktock.results.writable import check_writable
+
+        with user_errors():  # before Hydra makes the run folder and its log file
+            check_run_options(config)
+            check_writable(Path(config.hydra.run.dir))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        from ticktock.errors import user_errors
+        from ticktock.results.writable import check_writable
+
+        with user_errors():
+            check_writable(Path(config.hydra.sweep.dir))
+            check_arms(config)
+        clear_failures(Path(config.hydra.sweep.dir))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        from ticktock.errors import user_errors
+
+        with user_errors():
+            report_failures(Path(config.hydra.sweep.dir))
+
+
+def sweep_arms(config: DictConfig) -> list[list[str]]:
+    """Every arm's task overrides, in the basic sweeper's order (the order of ``hydra.job.num``)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    params = [f"{key}={value}" for key, value in (config.hydra.sweeper.get("params") or {}).items()]
+    overrides = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
+    return [list(arm) for batch in BasicSweeper.split_arguments(overrides, None) for arm in batch]
+
+
+def check_arms(config: DictConfig) -> None:
+    """Compose every arm's config as its launcher will and check its run options; the first bad arm is a
+    ``SweepError`` naming it (job number and distinguishing overrides) and how many arms are bad."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    from ticktock.errors import EXIT_CONFIG
+    from ticktock.replay.runner import check_run_options
+
+    if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
+        return  # another sweeper chooses its arms as it goes
+    arms = sweep_arms(config)
+    loader = GlobalHydra.instance().config_loader()
+    here = config.hydra.launcher.get("_target_") in LAUNCHERS_HERE
+    problems = []
+    for number, arm in enumerate(arms):
+        try:
+            check_run_options(loader.load_sweep_config(config, arm), on_this_machine=here)
+        except TickTockError as err:
+            problems.append((number, arm, one_line(err), err.exit_code))
+        except HydraException as err:  # an arm Hydra cannot compose (e.g. decoder=ar,nope)
+            problems.append((number, arm, one_line(err), EXIT_CONFIG))
+    if problems:
+        number, arm, message, code = problems[0]
+        raise SweepError(f"sweep job {number} ({describe(arm, arms)}): {message} ({len(problems)} of {len(arms)} jobs "
+                         "bad; none was launched)", code)
+
+
+def varying(arms: list[list[str]]) -> set[str]:
+    """The keys whose values differ between arms (or that some arms do not set)."""
+    values: dict[str, list[str]] = {}
+    for arm in arms:
+        for override in arm:
+            key, _, value = override.partition("=")
+            values.setdefault(key, []).append(value)
+    return {key for key, seen in values.items() if len(set(seen)) > 1 or len(seen) < len(arms)}
+
+
+def describe(arm: list[str], arms: list[list[str]]) -> str:
+    """An arm by the overrides that set it apart from the others (all of them for a sweep of one arm).
+
+    >>> describe(["decoder=ar", "limit.sessions=-1"], [["decoder=ar", "limit.sessions=1"], ["decoder=ar", "limit.sessions=-1"]])
+    'limit.sessions=-1'
+    """
+    keys = varying(arms)
+    apart = [override for override in arm if override.partition("=")[0] in keys]
+    return " ".join(apart or arm) or "no overrides"
+
+
+# ------------------------------------------------------------------------------------ jobs that fail
+
+
+@contextmanager
+def job_errors(hydra_config) -> Iterator[None]:
+    """Around one job of ``python -m ticktock.run``: in a sweep, an expected error is printed as one line naming
+    the job, recorded for ``report_failures``, and swallowed so that the launcher goes on with the other jobs. In
+    a single run (or under ``TICKTOCK_DEBUG=1``) errors pass through unchanged."""
+    from hydra.types import RunMode
+
+    if hydra_config.mode != RunMode.MULTIRUN:
+        yield
+        return
+    try:
+        yield
+    except TickTockError as err:
+        if debugging():
+            raise
+        job = f"sweep job {hydra_config.job.num} ({' '.join(hydra_config.overrides.task) or 'no overrides'})"
+        print(f"ticktock: error: {job}: {one_line(err)}", file=sys.stderr, flush=True)
+        record_failure(Path(hydra_config.sweep.dir), hydra_config.job.num, job, one_line(err), err.exit_code)
+        _remove_if_empty(Path(hydra_config.runtime.output_dir))
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """The job's run folder, which Hydra made before the job started, when the job left nothing in it but empty
+    files (Hydra's log, a released ``run.lock``); a folder that holds anything else (another run's) stays as it is."""
+    try:
+        entries = list(folder.iterdir())
+        if all((entry.suffix == ".log" or entry.name == "run.lock") and entry.is_file() and entry.stat().st_size == 0
+               for entry in entries):
+            for entry in entries:
+                entry.unlink()
+            folder.rmdir()
+    except OSError:
+        pass
+
+
+def record_failure(sweep_dir: Path, number: int, job: str, message: str, exit_code: int) -> None:
+    """Leave a note of a failed job in the sweep folder (best effort: a folder that cannot be written leaves the
+    job's own line as the only report)."""
+    folder = sweep_dir / FAILED
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{number}.json").write_text(json.dumps({"job": job, "error": message, "exit_code": exit_code}))
+    except OSError:
+        pass
+
+
+def clear_failures(sweep_dir: Path) -> None:
+    """Forget the failures an earlier sweep into the same folder recorded (this sweep runs those jobs again)."""
+    folder = sweep_dir / FAILED
+    for note in folder.glob("*.json") if folder.is_dir() else ():
+        note.unlink(missing_ok=True)
+
+
+def report_failures(sweep_dir: Path) -> None:
+    """After the sweep: the jobs that failed, as one ``SweepError`` line with the first one's exit code."""
+    notes = []
+    folder = sweep_dir / FAILED
+    for path in sorted(folder.glob("*.json") if folder.is_dir() else (), key=lambda p: int(p.stem)):
+        try:
+            notes.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    if notes:
+        first = notes[0]
+        more = f"; also failed: {', '.join(n['job'] for n in notes[1:])}" if len(notes) > 1 else ""
+        raise SweepError(f"{len(notes)} sweep job(s) failed, the others ran to their end: {first['job']}: "
+                         f"{first['error']}{more}", int(first["exit_code"]))
