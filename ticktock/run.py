@@ -43,7 +43,33 @@ def main(cfg: DictConfig) -> None:
             print(run(cfg, run_dir).line())
 
 
+HYDRA_FLAGS_WITHOUT_CHECK = ("-h", "--help", "--hydra-help", "--info", "-i", "-c", "--cfg", "-p", "--package", "-sc",
+                             "--shell-completion", "-cn", "--config-name", "-cp", "--config-path", "-cd",
+                             "--config-dir", "-m", "--multirun")
+
+
+def check_composition(argv: list[str]) -> None:
+    """Compose the run's config as Hydra is about to, so that an override Hydra cannot apply (an unknown config
+    such as ``task=nope``, a key that does not exist) is one line with the configuration exit code (2) instead of
+    Hydra's own report (exit 1). Flags that change what Hydra does (``--cfg``, ``--help``, another config), and
+    sweeps (``-m``: every arm is checked by ``ticktock.replay.sweeps``), are left to Hydra."""
+    if any(arg.split("=", 1)[0] in HYDRA_FLAGS_WITHOUT_CHECK for arg in argv):
+        return
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ticktock.errors import ConfigError, one_line
+
+    with initialize_config_dir(config_dir=str(resource_path("configs")), version_base=None):
+        try:
+            compose("run", overrides=list(argv), return_hydra_config=True)
+        except (HydraException, OmegaConfBaseException) as err:
+            raise ConfigError(one_line(str(err).split("Config search path")[0])) from None
+
+
 if __name__ == "__main__":
     with user_errors():  # Ctrl-C while Hydra starts up; plug-ins selected by name (ticktock.plugins), before Hydra
         register_selected(sys.argv[1:])
+        check_composition(sys.argv[1:])
         main()
