@@ -84,8 +84,6 @@ RULES: dict[str, Rule] = {
     "python -m ticktock.run model=gander model.path=$HOME/ckpt/gander decoder=speclisten clock=wall":
         Rule(LIMIT, ONE_SESSION),
     "python scripts/make_miniature.py --model gander --out work_data/mini-gander": Rule(RUN),
-    "python -m ticktock.run model=gander model.path=work_data/mini-gander decoder=speclisten limit.per_task=1":
-        Rule(LIMIT, ONE_SESSION),
     "python -m ticktock.calibrate model=minicpmo45 model.random_init=true model.device=cuda "
     "out=minicpmo45-profile.yaml": Rule(COMPOSE, why="needs a CUDA GPU"),
     # docs/replay.md
@@ -93,7 +91,6 @@ RULES: dict[str, Rule] = {
                                            why="40 minutes on the whole corpus"),
     # docs/concurrency.md
     "python -m ticktock.run decoder=speclisten_plus concurrency.sessions=4": Rule(LIMIT, TWO_SESSIONS),
-    "python -m ticktock.run decoder=ar concurrency.sessions=4 concurrency.batching=true": Rule(LIMIT, TWO_SESSIONS),
     "python scripts/bench_concurrency.py --sessions 1,2,4,8":
         Rule(LIMIT, f"--per-task 1 --decoders speclisten_plus --policies expected_savings {TWO_SESSIONS}"),
     # docs/scale.md
@@ -177,7 +174,6 @@ RULES: dict[str, Rule] = {
         Rule(ELSEWHERE, where="tests/examples/test_example_plugins.py", why="2 minutes: run there, not twice"),
     "python -m ticktock.certify model=lws_fixture": Rule(ELSEWHERE, where="tests/examples/test_example_plugins.py"),
     # docs/errors.md
-    "python -m ticktock.run hydra.run.dir=results/my-run": Rule(LIMIT, ONE_SESSION),
     "python -m ticktock.run limit.sessions=-1":
         Rule(RUN, exit_code=2, says="ticktock: error: limit.sessions: must be null or an integer >= 1, got -1"),
     # docs/embedded-model.md
