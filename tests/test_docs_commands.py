@@ -361,7 +361,9 @@ def sweep_jobs(overrides: list[str], parser) -> list[list[str]]:
 def ci_extras() -> list[str]:
     """The extras CI installs, read from the README test command that .ci/run runs."""
     line = next(text for text, rule in RULES.items() if rule.how == CI)
-    return SETUP.fullmatch(line).group(1).split(",")
+    install, _ = install_and_rest(line)
+    (extras,) = [re.fullmatch(r"'\.\[([a-z,]+)\]'", word).group(1) for word in install if word.startswith("'.[")]
+    return extras.split(",")
 
 
 # --- what the docs tell the user to have first --------------------------------------------------------------------
