@@ -75,3 +75,33 @@ def test_calibrate_a_random_initialised_model_of_a_checkpoint_config(tmp_path):
     profile = CostProfile.load(out)
     assert "random weights of the real shapes" in profile.model and profile.encode_ms > 0
     assert "audio encode" in stdout
+
+
+def test_a_talker_is_measured_into_an_existing_profile_leaving_the_rest_as_it_was(tmp_path):
+    from ticktock.replay.resources import resource_path
+
+    shipped = CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml"))
+    target = tmp_path / "target.yaml"
+    target.write_text(CostProfile("mine", [1], [0], [[12.5]], encode_ms=3.0).to_yaml())
+    done = subprocess.run(
+        [sys.executable, "-m", "ticktock.calibrate", "model=fixture", "talker=espeak", f"talker_into={target}",
+         "warmup=0", "talker_repeats=1", f"hydra.run.dir={tmp_path / 'hydra'}"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    profile = CostProfile.load(target)
+    assert (profile.forward_table, profile.encode_ms) == ([[12.5]], 3.0)
+    cost = profile.talker_cost("espeak")
+    assert cost.first_packet_ms + cost.ms_per_audio_s > 0 and not cost.streams
+    assert cost.provenance.startswith("MEASURED by `ticktock calibrate talker=espeak`") and cost.device.startswith("CPU")
+    assert "talker espeak: first packet" in done.stdout
+    # the shipped profile names where every talker cost comes from
+    assert set(shipped.talkers) == {"espeak", "piper", "cosyvoice2-l20"}
+    assert shipped.talkers["cosyvoice2-l20"].provenance.startswith("DERIVED from published figures")
+    assert all(c.provenance.startswith("MEASURED") for n, c in shipped.talkers.items() if n != "cosyvoice2-l20")
+
+
+def test_talker_into_without_a_talker_is_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "ticktock.calibrate", "model=fixture", f"talker_into={tmp_path / 'p.yaml'}",
+                           f"hydra.run.dir={tmp_path / 'hydra'}"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "ticktock: error: talker_into: needs a talker to measure (talker=espeak or talker=piper)")

@@ -126,6 +126,17 @@ RULES: dict[str, Rule] = {
         Rule(LIMIT, "'query_tokens=[1,16]' 'context_tokens=[0,256]' warmup=0 repeats=1 'batch_sizes=[]'",
              why="the full grid takes minutes"),
     "python -m ticktock.run clock.profile=my-profile.yaml": Rule(LIMIT, ONE_SESSION),
+    # docs/talkers.md
+    "python -m ticktock.run talker=espeak decoder=ar task=fdb_v3 hydra.run.dir=results/talk/ar":
+        Rule(LIMIT, "limit.sessions=1 limit.chunks=11", says="1 sessions (0 skipped), 11 chunks",
+             why="the first reply of one session (it speaks from chunk 8)"),
+    "python -m ticktock.run talker=espeak decoder=speclisten_speak task=fdb_v3 hydra.run.dir=results/talk/speclisten_speak":
+        Rule(LIMIT, "limit.sessions=1 limit.chunks=11", says="1 sessions (0 skipped), 11 chunks"),
+    "python -m ticktock.calibrate model=embedded talker=espeak out=results/profiles/cpu-espeak.yaml":
+        Rule(LIMIT, "'query_tokens=[1]' 'context_tokens=[0]' warmup=0 repeats=1 'batch_sizes=[]' talker_repeats=1",
+             says="talker", why="the full grid takes minutes"),
+    "python -m ticktock.tables results/talk --out results/talk-tables --listen fdb_v3-eval-0-0000":
+        Rule(RUN, says="onset"),
     # docs/real-data.md
     "export TICKTOCK_DATA=$PWD/data": Rule(ENV),
     "python -m ticktock.corpus.convert fdb_v3 --src ~/dl/fdb_v3_data_released --check":

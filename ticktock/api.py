@@ -71,11 +71,14 @@ from ticktock.judges.base import Judge, JudgeError, Reply, Verdict
 from ticktock.replay.injection import ToolExecutor
 from ticktock.sessions.manifest import ChunkSpan, ManifestError, Session, Turn, Word, load_manifest, write_manifest
 from ticktock.sessions.tasks import ManifestTask
+from ticktock.clocks.talker_cost import TalkerCost
+from ticktock.talkers.base import Talker, TalkerError
 
 API_VERSION = 1
 
 # Entry-point group of each config group a plug-in can add an option to (``decoder=<name>``, ``model=<name>``, ...).
-ENTRY_POINT_GROUPS = {"decoder": "ticktock.decoders", "model": "ticktock.models", "judge": "ticktock.judges"}
+ENTRY_POINT_GROUPS = {"decoder": "ticktock.decoders", "model": "ticktock.models", "judge": "ticktock.judges",
+                      "talker": "ticktock.talkers"}
 
 __all__ = [
     "API_VERSION", "ENTRY_POINT_GROUPS",
@@ -92,6 +95,8 @@ __all__ = [
     "ToolExecutor",
     # judges
     "Judge", "Reply", "Verdict", "JudgeError",
+    # talkers (speech out)
+    "Talker", "TalkerCost", "TalkerError",
     # errors
     "ConfigError", "InputDataError",
     # building blocks of a transformers-backed adapter (lazy)

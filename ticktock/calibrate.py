@@ -14,12 +14,19 @@ Example::
     python -m ticktock.calibrate model=embedded out=configs/profiles/cpu-embedded.yaml
     python -m ticktock.calibrate model=minicpmo45 model.random_init=true out=my-gpu.yaml   # 8B shapes, no download
 
+With ``talker=espeak`` (or ``piper``) the talker's cost is measured too (``ticktock.talkers.calibration``) and written
+under the profile's ``talkers:``; ``talker_into=<profile>`` instead adds that entry to an existing profile (the model is
+still built, so the process is as large as a replay's, but not measured)::
+
+    python -m ticktock.calibrate model=embedded talker=espeak talker_into=ticktock/configs/profiles/a100-8b-derived.yaml
+
 A real model's cost does not depend on its weights, so ``model.random_init=true`` (the MiniCPM-o family)
 measures the full-size shapes with random weights: no download is needed to make a profile of a device.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import statistics
 import time
@@ -120,7 +127,19 @@ def batch_factors(profile: CostProfile, sizes, context: int, costs) -> list[floa
 
 @hydra.main(version_base=None, config_path=str(resource_path("configs")), config_name="calibrate")
 def main(cfg: DictConfig) -> None:
+    from ticktock.errors import user_errors
+
+    with user_errors():  # a bad option: one line and its exit code, not Hydra's report
+        calibrate(cfg)
+
+
+def calibrate(cfg: DictConfig) -> None:
+    """Measure the model (and a talker), write the profile (see the module docstring)."""
     adapter = build(cfg.model)
+    talker = measured_talker(cfg, adapter)
+    if cfg.get("talker_into"):
+        add_talker(Path(cfg.talker_into), *talker)
+        return
     queries, contexts = list(cfg.query_tokens), list(cfg.context_tokens)
     sizes = list(cfg.get("batch_sizes") or [])
     if sizes:  # checked before measuring: increasing, from 1
@@ -147,14 +166,47 @@ def main(cfg: DictConfig) -> None:
     if sizes:
         profile = replace(profile, batch_sizes=sizes, batch_factor=batch_factors(profile, sizes, batch_context, batch_costs))
     profile = replace(profile, encode_fixed_ms=measure_encode_fixed(adapter, encode, cfg.warmup, cfg.repeats))
+    if talker is not None:
+        profile = replace(profile, talkers={talker[0]: talker[1]})
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(profile.to_yaml())
     print(f"wrote {out}: 1-token forward {table[0][0]:.2f} ms at context {contexts[0]}, "
           f"{queries[-1]}-token forward {table[-1][0]:.2f} ms, audio encode {encode:.2f} ms ({device})")
+    if talker is not None:
+        print(talker_line(*talker))
     if sizes:
         print("batch steps at context {}: {}".format(batch_context, ", ".join(
             f"B={b}: {ms:.2f} ms (factor {f:.3f})" for b, ms, f in zip(sizes, batch_costs, profile.batch_factor))))
+
+
+def measured_talker(cfg: DictConfig, adapter):
+    """(name, ``TalkerCost``) of the selected talker measured here, or None for ``talker=none``."""
+    from ticktock.errors import ConfigError
+    from ticktock.talkers.calibration import measure_talker
+
+    node = cfg.get("talker")
+    if node is None or node.get("_target_") is None:
+        if cfg.get("talker_into"):
+            raise ConfigError("talker_into: needs a talker to measure (talker=espeak or talker=piper)")
+        return None
+    env = environment(adapter)
+    talker = build(node)
+    device = f"CPU: {env['cpu']}, {os.cpu_count()} cores (the talker runs on the CPU)"
+    return talker.name, measure_talker(talker, device, warmup=cfg.warmup, repeats=cfg.get("talker_repeats", 5))
+
+
+def add_talker(path: Path, name: str, cost) -> None:
+    """Write ``cost`` as talker ``name``'s entry of the profile at ``path`` (its other fields as they were)."""
+    profile = CostProfile.load(path)
+    profile = replace(profile, talkers={**(profile.talkers or {}), name: cost})
+    path.write_text(profile.to_yaml())
+    print(f"wrote {path}: {talker_line(name, cost)}")
+
+
+def talker_line(name: str, cost) -> str:
+    return (f"talker {name}: first packet {cost.first_packet_ms:.2f} ms + {cost.ms_per_audio_s:.2f} ms per second of "
+            f"audio ({cost.device})")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Replays the mini corpus with every decoder (AR, PLD, Token Recycling, Lookahead,
 Listening with its ablation configs) under the same clock, one run directory per decoder, plus AR and
 Speculative Listening at two sampling temperatures (Figure 4b) and, with ``--concurrency 4``, AR and
 ``speclisten_plus`` with 4 sessions sharing the device (Figure 4c; off by default: it would take the job past
-10 minutes on 2 CPU cores), then prints
+10 minutes on 2 CPU cores), with ``--talker espeak`` AR and ``speclisten_speak`` with the eSpeak talker speaking
+every reply (speech out: first-audio onset, stalls, listening tracks in the report; off by default for the same
+reason), then prints
 Table 2 (speak-chunk speedup and #MAT), the tool-call table and Table 5 (onset and tool-call latency) and
 writes the full report (tables, figures, report.html). Reruns resume: completed sessions are skipped.
 
@@ -21,6 +23,7 @@ Example::
     python -m ticktock.main_job --out results/main
     python -m ticktock.main_job --per-task 0 clock=wall
     python -m ticktock.main_job --jobs 1            # one run at a time
+    python -m ticktock.main_job --talker espeak     # + AR and speclisten_speak with a talker
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ def main(argv=None) -> int:
     parser.add_argument("--concurrency", default="",
                         help="values of N for Figure 4c, e.g. '4' or '2,4,8': AR and speclisten_plus with N sessions "
                              "sharing the device (each adds about 4 minutes on 2 CPU cores; '' for none)")
+    parser.add_argument("--talker", default="",
+                        help="talkers for speech out, e.g. 'espeak' or 'espeak,piper': AR and speclisten_speak with the "
+                             "talker speaking every reply (first-audio onset, stalls, --listen tracks in the report; "
+                             "'' for none)")
     parser.add_argument("--jobs", default="auto",
                         help="runs at once: joblib worker processes with cores // jobs torch threads each; the results "
                              "are the same as with 1. auto (default): 2 on 2 or more cores, 1 when a run measures "
@@ -99,6 +106,8 @@ def plan_runs(args: argparse.Namespace) -> list:
         if n < 2:
             raise ConfigError(f"--concurrency: each N must be an integer >= 2 (N = 1 is every decoder's own run), got {n}")
         jobs += [(decoder, [f"concurrency.sessions={n}"]) for decoder in ("ar", "speclisten_plus")]
+    for talker in listed("--talker", args.talker, str):
+        jobs += [(decoder, [f"talker={talker}"]) for decoder in ("ar", "speclisten_speak")]
     plans = []
     for decoder, extra in jobs:
         try:
@@ -181,15 +190,21 @@ def _run_line(cfg, run_dir: Path, threads: int) -> str:
 
 
 def _suffix_of(extra: list[str]) -> str:
-    """The run folder's suffix for a run beyond the decoder's plain run, from its extra override: ``-T0.3``, ``-N4``.
+    """The run folder's suffix for a run beyond the decoder's plain run, from its extra override: ``-T0.3``, ``-N4``,
+    ``-talker-espeak``.
 
     >>> _suffix_of([]), _suffix_of(["sampling.temperature=0.3"]), _suffix_of(["concurrency.sessions=4"])
     ('', '-T0.3', '-N4')
+    >>> _suffix_of(["talker=espeak"])
+    '-talker-espeak'
     """
     if not extra:
         return ""
     key, _, value = extra[0].partition("=")
-    return f"-{'N' if key == 'concurrency.sessions' else 'T'}{value}"
+    return f"-{SUFFIXES[key]}{value}"
+
+
+SUFFIXES = {"concurrency.sessions": "N", "sampling.temperature": "T", "talker": "talker-"}
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Plug-ins by entry point: decoders, models and judges from other installed packages, selected like ours.
+"""Plug-ins by entry point: decoders, models, judges and talkers from other installed packages, selected like ours.
 
 A package registers a class under one of TickTock's entry-point groups (``GROUPS``: config group ->
 entry-point group) in its ``pyproject.toml``::
@@ -7,7 +7,7 @@ entry-point group) in its ``pyproject.toml``::
     pool_rank = "my_package.decoders:PoolRankDecoder"
 
 After ``pip install my-package``, ``python -m ticktock.run decoder=pool_rank`` runs it: before Hydra composes the
-run's config, the names selected on the command line (``decoder=...``, ``model=...``, ``judge=...``, sweeps such as
+run's config, the names selected on the command line (``decoder=...``, ``model=...``, ``judge=...``, ``talker=...``, sweeps such as
 ``decoder=ar,pool_rank`` included) that are not shipped configs are looked up among the installed entry points, and
 each one found is imported (only then: a plug-in nobody selects is never imported), checked against its contract
 and stored as a config node of its group (``hydra.core.config_store.ConfigStore``). The node holds ``_target_``, the
@@ -20,6 +20,7 @@ decoder    a ``ticktock.api.Decoder`` subclass             the fields of its ``S
 model      a ``ModelAdapter`` subclass, or a function      its keyword arguments with their defaults
            returning one                                   (``device`` follows the run option ``device``)
 judge      a ``ticktock.api.Judge`` subclass               its keyword arguments with their defaults
+talker     a ``ticktock.api.Talker`` subclass              its keyword arguments with their defaults
 =========  ==============================================  ==================================================
 
 Names are ours to arbitrate: a plug-in named like a shipped config, or two installed plug-ins with one name, is an
@@ -37,7 +38,7 @@ Example (the shipped decoders are found; an unknown name is refused, listing the
     >>> register_selected(["decoder=nope"])
     Traceback (most recent call last):
     ...
-    ticktock.plugins.PluginError: decoder=nope: no such decoder (shipped: ar, ar_prefill, lookahead, oracle_probe, pld, recycling, speclisten, speclisten_plus, speclisten_runnerup, speclisten_silence, speclisten_stream; installed plug-ins: ...)
+    ticktock.plugins.PluginError: decoder=nope: no such decoder (shipped: ar, ar_prefill, lookahead, oracle_probe, pld, recycling, speclisten, speclisten_plus, speclisten_runnerup, speclisten_silence, speclisten_speak, speclisten_stream; installed plug-ins: ...)
 """
 
 from __future__ import annotations
@@ -49,13 +50,13 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-from ticktock.api import API_VERSION, ENTRY_POINT_GROUPS, Decoder, Judge, ModelAdapter
+from ticktock.api import API_VERSION, ENTRY_POINT_GROUPS, Decoder, Judge, ModelAdapter, Talker
 from ticktock.errors import ConfigError, one_line
 from ticktock.replay.resources import resource_path
 
 GROUPS = ENTRY_POINT_GROUPS
 DISABLE_VARIABLE = "TICKTOCK_DISABLE_PLUGINS"
-_SELECTION = re.compile(r"^(?:\+\+?)?(decoder|model|judge)=(.+)$")
+_SELECTION = re.compile(r"^(?:\+\+?)?(decoder|model|judge|talker)=(.+)$")
 _SEARCHPATH = re.compile(r"^(?:\+\+?)?hydra\.searchpath=\[?(.*?)\]?$")
 
 
@@ -205,7 +206,7 @@ def _target_path(target) -> str:
 
 
 def _check_contract(group: str, target, entry: metadata.EntryPoint) -> None:
-    base = {"decoder": Decoder, "model": ModelAdapter, "judge": Judge}[group]
+    base = {"decoder": Decoder, "model": ModelAdapter, "judge": Judge, "talker": Talker}[group]
     is_class = inspect.isclass(target)
     fits = is_class and issubclass(target, base) or group == "model" and not is_class and callable(target)
     if not fits:

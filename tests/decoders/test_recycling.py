@@ -11,6 +11,7 @@ from ticktock.decoders.step import ChunkStep, ChunkInputs
 from ticktock.decoders.counters import ChunkCounters
 from ticktock.decoders.trees import DraftTree, Verification
 from ticktock.decoders.recycling import (
+    ADJACENCY_SCOPE,
     TokenRecyclingDecoder,
     TreeTemplate,
     build_draft,
@@ -97,7 +98,8 @@ def test_unknown_template_and_bad_topk_are_rejected():
         TokenRecyclingDecoder(topk=4)
     assert TokenRecyclingDecoder(topk=10).describe() == {"name": "recycling", "early_prefill": False,
                                                          "prefill_every_ms": 200.0, "topk": 10, "tree": "2.2.2",
-                                                         "tree_nodes": 80}
+                                                         "tree_nodes": 80,
+                                                         "adjacency_matrix_scope": ADJACENCY_SCOPE}
 
 
 # -------------------------------------------------------------------------------------- BFS gather

@@ -47,9 +47,29 @@ def test_results_of_schema_version_1_are_refused_with_the_reason(tmp_path):
 def test_parquet_version_mismatch_names_the_parquet_file(tmp_path):
     run = write_run(tmp_path / "r", "ar", [chunk("s", 0)])
     table = pq.read_table(run / "chunks.parquet")
-    pq.write_table(table.replace_schema_metadata({b"ticktock_schema_version": b"7"}), run / "chunks.parquet")
-    with pytest.raises(TablesError, match=r"r/chunks\.parquet: schema version 7"):
+    future = str(SCHEMA_VERSION + 1)
+    pq.write_table(table.replace_schema_metadata({b"ticktock_schema_version": future.encode()}), run / "chunks.parquet")
+    with pytest.raises(TablesError, match=rf"r/chunks\.parquet: schema version {future}, but these tables read"):
         load_results([str(tmp_path)])
+
+
+def test_results_of_schema_version_6_are_read_with_the_speech_columns_null(tmp_path):
+    """Version 7 only added the speech-out columns: a run written before them is read as a run without a talker."""
+    import json
+
+    from ticktock.results.rows import SESSION_SPEECH_COLUMNS, SPEECH_COLUMNS
+
+    run = write_run(tmp_path / "r", "ar", [chunk("s", 0)])
+    for name, added in (("chunks", SPEECH_COLUMNS), ("sessions", SESSION_SPEECH_COLUMNS)):
+        table = pq.read_table(run / f"{name}.parquet").drop_columns(list(added))
+        pq.write_table(table.replace_schema_metadata({b"ticktock_schema_version": b"6"}), run / f"{name}.parquet")
+    forwards = pq.read_table(run / "forwards.parquet")
+    pq.write_table(forwards.replace_schema_metadata({b"ticktock_schema_version": b"6"}), run / "forwards.parquet")
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "schema_version": 6}))
+    cell = load_results([str(tmp_path)]).cells[0]
+    assert cell.chunks["audio_sha256"].isna().all() and cell.sessions["num_stalls"].isna().all()
+    assert cell.setup.talker == "none"
 
 
 def test_globs_and_nested_folders_are_discovered_and_grouped_by_setup(tmp_path):

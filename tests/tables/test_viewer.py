@@ -1,5 +1,6 @@
 """The session viewer: its embedded data round-trips, survives any reply text as HTML parsers read it (a spec
-HTML5 tokenizer, Python's html.parser) and headless Chromium draws it (when Chromium is installed)."""
+HTML5 tokenizer, Python's html.parser) and headless Chromium draws it and loads its --listen tracks (when Chromium is
+installed)."""
 
 import json
 import shutil
@@ -11,6 +12,7 @@ import html5lib
 import pytest
 from table_runs import chunk, write_run
 from test_cases import CHUNKS, FORWARDS
+from test_tables_talker import voices  # noqa: F401 (a fixture: hand-made talker runs)
 
 from ticktock.tables import load_results
 from ticktock.tables.__main__ import main
@@ -146,3 +148,55 @@ def test_headless_chromium_draws_the_viewer(tmp_path):
 
     colours = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20)
     assert len(colours) > 50  # drawn: blue audio, orange and violet forwards, text; a blank page has one colour
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium); "
+                                             "the viewer's browser check needs it")
+def test_headless_chromium_loads_every_track_with_its_duration(voices, tmp_path):
+    """Each --listen track is an audio element the browser decodes (readyState, duration as made), shown with its run
+    and session, the timeline's cursor visible over it."""
+    import re
+
+    from ticktock.tables.listen import read_tracks
+
+    out = tmp_path / "out"
+    assert main([str(voices / "spoken"), "--out", str(out), "--format", "html", "--listen", "s0", "--listen", "s1"]) == 0
+    page = out / "report.html"
+    made = {(t["run_id"], t["session_id"]): t["expected_s"] for t in read_tracks(page.read_text())}
+    assert len(made) == 4 and made[("ar-spoken", "s0")] > 6.4 == made[("ar-spoken", "s1")]
+    dom = _chromium(str(tmp_path / "profile"), "--virtual-time-budget=10000", "--dump-dom",
+                    f"{page.as_uri()}#viewer?run=speclisten-spoken&session=s0&alone=1")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    figures = re.findall(r'<figure class="tt-track" data-run="([^"]+)" data-session="([^"]+)"( hidden="")?>.*?'
+                         r'<audio [^>]*data-expected="([0-9.]+)"[^>]*?data-duration="([0-9.]+)" data-ready="(\d)"',
+                         dom.stdout, re.S)
+    assert len(figures) == 4, dom.stdout[-3000:]
+    for run_id, session_id, hidden, expected, duration, ready in figures:
+        assert int(ready) >= 1 and float(expected) == made[(run_id, session_id)]  # HAVE_METADATA or more
+        assert float(duration) == pytest.approx(float(expected), abs=0.02)  # (Opus pads its last frame)
+        assert (hidden == "") == ((run_id, session_id) == ("speclisten-spoken", "s0"))  # the one shown
+    assert re.search(r'<line id="tt-cursor"[^>]*visibility="visible"', dom.stdout)
+    assert "s0 (fdb_v3) · listen" in dom.stdout
+    # a click on the timeline 3.5 s in seeks the track there; the track's time (timeupdate, as it plays) moves the cursor
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>", SEEK_PROBE + "</body>"))
+    seen = _chromium(str(tmp_path / "profile"), "--virtual-time-budget=10000", "--dump-dom",
+                     f"{probe.as_uri()}#viewer?run=ar-spoken&session=s0&alone=1")
+    assert 'data-probe="clicked t=3.5 x=630; played t=2 x=390"' in seen.stdout, seen.stdout[-2000:]
+
+
+SEEK_PROBE = """<script>
+window.addEventListener("load", () => {
+  const svg = document.getElementById("tt-timeline"), box = svg.getBoundingClientRect();
+  const audio = Array.from(document.querySelectorAll(".tt-track")).find(f => !f.hidden).querySelector("audio");
+  const cursor = () => document.getElementById("tt-cursor").getAttribute("x1");
+  const probe = () => {  // (synchronous: the media pipeline's own timing plays no part)
+    svg.dispatchEvent(new MouseEvent("click", {clientX: box.left + 70 + 160 * 3.5, clientY: box.top + 20, bubbles: true}));
+    const clicked = `clicked t=${audio.currentTime} x=${cursor()}`;
+    audio.currentTime = 2;
+    audio.dispatchEvent(new Event("timeupdate"));  // as the playing track says its time
+    document.body.dataset.probe = `${clicked}; played t=${audio.currentTime} x=${cursor()}`;
+  };
+  if (audio.readyState >= 1) probe(); else audio.addEventListener("loadedmetadata", probe);
+});
+</script>"""

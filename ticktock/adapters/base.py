@@ -435,3 +435,25 @@ class ModelAdapter(ABC):
         """Facts for run.json: name, parameters, dtype, device, attention implementation. A
         ``weights_fingerprint`` entry, when present, joins the run's identity (no resume across weights)."""
         return {"name": self.name}
+
+
+def spoken_tokens(tokens: Sequence[int], protocol) -> list[int]:
+    """The tokens a talker speaks from a chunk's output: the lexical tokens after its speak (or backchannel)
+    decision; none for a listen, tool or written-only chunk.
+
+    >>> p = UnitProtocol(unit_open=1, unit_close=2, listen=3, speak=4, chunk_eos=5, turn_eos=6, backchannel=7)
+    >>> spoken_tokens([4, 10, 11, 5], p), spoken_tokens([3], p), spoken_tokens([7, 12, 6], p)
+    ([10, 11], [], [12])
+    """
+    voiced = {t for t in (protocol.speak, protocol.backchannel) if t is not None}
+    start = next((i for i, t in enumerate(tokens) if t in voiced), None)
+    if start is None:
+        return []
+    skip = protocol.structural() | {protocol.chunk_eos, protocol.turn_eos}
+    return [int(t) for t in tokens[start + 1:] if t not in skip]
+
+
+def spoken_text(tokens: Sequence[int], adapter) -> str:
+    """The text a talker speaks for a chunk's output (``spoken_tokens`` decoded, spaces collapsed; "" for none)."""
+    ids = spoken_tokens(tokens, adapter.protocol)
+    return " ".join(adapter.decode_tokens(ids).split()) if ids else ""

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 FORWARD = "forward"
 ENCODE = "encode"
+TALK = "talk"  # a talker's synthesis of one piece of speech (``ticktock.talkers``)
 
 
 @dataclass
@@ -43,7 +44,9 @@ class DeviceWork:
     forwards as one batched step (``ticktock.replay.device``). ``hypothesis`` is what a draft forward extends
     (the tokens of the hypothesis so far; empty for post-audio work): a draft scheduler may read it. An
     encoding says ``audio_fraction``, the share of its chunk's audio it encodes (1 for a whole chunk; less for
-    a piece encoded as it arrives: ``IdleWindow.prefill_arrived``).
+    a piece encoded as it arrives: ``IdleWindow.prefill_arrived``). Other work (a talker's synthesis, ``TALK``) says
+    its own price: ``priced(result)`` is the milliseconds it costs (from a talker cost entry), or None to charge the
+    measured time (under the wall clock).
     """
 
     kind: str
@@ -54,6 +57,7 @@ class DeviceWork:
     call: tuple = ()
     hypothesis: tuple[int, ...] = field(default_factory=tuple)
     audio_fraction: float = 1.0
+    priced: Callable[[Any], float | None] | None = None
 
 
 class WindowClosed(Exception):
@@ -111,6 +115,8 @@ class Stopwatch(ABC):
         wall = (time.perf_counter() - start) * 1000.0
         if work.kind == FORWARD:
             return WorkDone(result, wall, self.charge_forward(work.query_tokens, work.context_tokens, wall))
+        if work.priced is not None:
+            return WorkDone(result, wall, self.charge_priced(work.priced(result), wall))
         return WorkDone(result, wall, self.charge_encode(wall, work.audio_fraction))
 
     @abstractmethod
@@ -125,6 +131,11 @@ class Stopwatch(ABC):
         """Account one batched step of several sessions' forwards, given as (query, context) tokens."""
         raise NotImplementedError(f"{type(self).__name__} cannot charge batched steps")
 
+    def charge_priced(self, cost_ms: float | None, wall_ms: float) -> float:
+        """Account work that says its own price (``DeviceWork.priced``): ``cost_ms``, or the measured ``wall_ms`` when
+        it has none (a measuring clock only)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot charge priced work")
+
 
 class Clock(ABC):
     name: str
@@ -138,6 +149,11 @@ class Clock(ABC):
 
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
         """What a forward is expected to cost before it runs (a cost profile knows; a wall clock does not: None)."""
+        return None
+
+    def talker_cost(self, name: str):
+        """The ``TalkerCost`` this clock charges talker ``name``'s work by (a cost profile's entry), or None when the
+        work is measured (a wall clock)."""
         return None
 
     def wait_until(self, at_ms: float) -> None:

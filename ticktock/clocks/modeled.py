@@ -27,6 +27,14 @@ Optional batch dimension (for sessions sharing a device with ``concurrency.batch
     batch_sizes:  [1, 2, 4, 8]
     batch_factor: [1.0, 1.03, 1.08, 1.2]  # measured batched step / forward_ms(total query, batch x max context)
 
+Optional talker costs (a talker's work per piece of speech: ``ticktock.clocks.talker_cost.TalkerCost``), each with the
+device it was measured on and where its numbers come from::
+
+    talkers:
+      espeak: {first_packet_ms: 9.0, ms_per_audio_s: 1.2, streams: false, device: "CPU ...", provenance: "measured ..."}
+
+A replay with ``talker=espeak`` under the modeled clock charges each piece from ``talkers.espeak``.
+
 A batched step of B forwards (query q_i, context c_i) reads the weights once, like one forward of all
 their query tokens, and each session's padded KV cache: it costs ``forward_ms(sum q_i, B * max c_i)`` (never
 less than its costliest forward alone) times the factor for B (linear between the listed sizes, the last
@@ -83,6 +91,7 @@ class CostProfile:
     batch_sizes: list[int] | None = None
     batch_factor: list[float] | None = None
     encode_fixed_ms: float | None = None  # the part of an encoding that does not scale with its audio (see encode_cost_ms)
+    talkers: dict | None = None  # talker name -> ticktock.clocks.talker_cost.TalkerCost (see the module docstring)
 
     def __post_init__(self):
         problem = profile_problem({"query_tokens": self.query_tokens, "context_tokens": self.context_tokens,
@@ -195,7 +204,19 @@ class CostProfile:
             batch_sizes=list(data["batch_sizes"]) if data.get("batch_sizes") is not None else None,
             batch_factor=[float(v) for v in data["batch_factor"]] if data.get("batch_factor") is not None else None,
             encode_fixed_ms=float(data["encode_fixed_ms"]) if data.get("encode_fixed_ms") is not None else None,
+            talkers=_talker_costs(data.get("talkers"), path.name),
         )
+
+    def talker_cost(self, name: str):
+        """The ``TalkerCost`` of talker ``name``, else a ``TalkerCostError`` saying how to get one."""
+        from ticktock.clocks.talker_cost import TalkerCostError
+
+        if not self.talkers or name not in self.talkers:
+            known = ", ".join(sorted(self.talkers or {})) or "none"
+            raise TalkerCostError(f"cost profile {self.name} has no talker entry {name!r} (its talkers: {known}); measure one "
+                              f"with `python -m ticktock.calibrate talker={name}` and add it under the profile's talkers:, "
+                              "or replay with clock=wall")
+        return self.talkers[name]
 
     def to_yaml(self) -> str:
         import yaml
@@ -212,13 +233,14 @@ class CostProfile:
             "forward_ms": [[round(v, 4) for v in row] for row in self.forward_table],
             **({"batch_sizes": self.batch_sizes, "batch_factor": [round(v, 4) for v in self.batch_factor]}
                if self.batches else {}),
+            **({"talkers": {name: cost.to_json() for name, cost in self.talkers.items()}} if self.talkers else {}),
         }
         return yaml.safe_dump(data, sort_keys=False, width=120, default_flow_style=None)
 
 
 _TEXT = ("name", "model", "device", "provenance")
 _KNOWN = (*_TEXT, "encode_ms", "encode_fixed_ms", "query_tokens", "context_tokens", "forward_ms", "batch_sizes",
-          "batch_factor")
+          "batch_factor", "talkers")
 
 
 def profile_problem(data: dict) -> tuple[tuple, str] | None:
@@ -272,7 +294,30 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
     fixed = data.get("encode_fixed_ms")
     if fixed is not None and not (_is_cost(fixed) and fixed <= encode):
         return ("encode_fixed_ms",), f"must be null or a number from 0 to encode_ms = {shown(encode)} (milliseconds), got {shown(fixed)}"
-    return _batch_problem(data.get("batch_sizes"), data.get("batch_factor"))
+    return _batch_problem(data.get("batch_sizes"), data.get("batch_factor")) or _talkers_problem(data.get("talkers"))
+
+
+def _talkers_problem(talkers) -> tuple[tuple, str] | None:
+    """``talkers``: absent, or a mapping of talker name to its cost (``ticktock.talkers.base.cost_problem``)."""
+    from ticktock.clocks.talker_cost import cost_problem
+
+    if talkers is None:
+        return None
+    if not isinstance(talkers, dict):
+        return ("talkers",), f"must be a mapping of talker name to its cost, got {shown(talkers)}"
+    for name, cost in talkers.items():
+        problem = cost_problem(cost)
+        if problem:
+            return (("talkers", str(name), problem[0]) if problem[0] else ("talkers", str(name))), problem[1]
+    return None
+
+
+def _talker_costs(talkers, where: str) -> dict | None:
+    from ticktock.clocks.talker_cost import TalkerCost
+
+    if not talkers:
+        return None
+    return {str(name): TalkerCost.parse(cost, f"{where}: talkers.{name}") for name, cost in talkers.items()}
 
 
 def _batch_problem(sizes, factors) -> tuple[tuple, str] | None:
@@ -430,6 +475,12 @@ class ModeledStopwatch(Stopwatch):
         self.total += cost
         return cost
 
+    def charge_priced(self, cost_ms: float | None, wall_ms: float) -> float:
+        if cost_ms is None:
+            raise TypeError("the modeled clock charges priced work only (a talker without a cost)")
+        self.total += cost_ms
+        return cost_ms
+
 
 class ModeledClock(Clock):
     """Charges each forward from ``profile`` (a CostProfile or a path to its YAML)."""
@@ -444,6 +495,9 @@ class ModeledClock(Clock):
 
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float:
         return self.profile.forward_ms(query_tokens, context_tokens)
+
+    def talker_cost(self, name: str):
+        return self.profile.talker_cost(name)
 
     def describe(self) -> dict:
         p = self.profile

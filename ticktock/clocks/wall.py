@@ -31,6 +31,12 @@ class WallStopwatch(Stopwatch):
     def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:
         return wall_ms
 
+    def charge_priced(self, cost_ms: float | None, wall_ms: float) -> float:
+        if cost_ms is None:
+            return wall_ms
+        self._advance(cost_ms - wall_ms)  # the priced cost in place of the measured time
+        return cost_ms
+
 
 class WallClock(Clock):
     """Measured time on this machine. ``synchronize`` is the adapter's device barrier."""

@@ -181,6 +181,27 @@ class IdleWindow(Phase):
         hypothesis[: len(arrived)] = arrived
         return self.encode(hypothesis, peek=True, fraction=unfed / self.next_samples), self.arrived_ms()
 
+    # ---------------------------------------------------------------------------- speech ahead
+
+    def speak_ahead(self, tokens: Sequence[int]) -> bool:
+        """Speculative synthesis: synthesize the spoken text of a draft of the next chunk (its complete output
+        ``tokens``) now, charged to this window, so that its audio is ready at once if the chunk's committed text is
+        the same (``ticktock.replay.speech_out``). Nothing happens (False) without a talker, for a talker whose audio
+        does not depend on the text alone, for a draft that speaks nothing, or for a text already synthesized; on a
+        shared device it may raise ``WindowClosed`` like any work here."""
+        from ticktock.adapters.base import spoken_text
+
+        speech = self.state.speech
+        if speech is None or not speech.talker.text_only:
+            return False
+        text = spoken_text(tokens, self.adapter)
+        prepared = self.state.prepared_speech(self.chunk_index)
+        if not text or text in prepared:
+            return False
+        samples, _ = speech.synthesize(self.stopwatch, self.adapter, text)
+        prepared[text] = samples
+        return True
+
     def decoding(self, output: Sequence[int] = (), selection: str = "shared") -> ChunkStep:
         """A hypothesis decoding of the next chunk in this window (forwards logged as ``draft``).
 

@@ -35,7 +35,9 @@ and reuses the pool's latest draft where no fresh one exists: as the draft of a 
 and as the first-pass draft of a chunk that got no idle time (lagging). ``realign`` re-offers a rejected
 draft's tail after the target's correction token (``realigned_tails``: one token substituted, inserted
 or dropped), so a draft that differs from the output in one argument value (a digit, a name) is not
-lost past the difference.
+lost past the difference. ``speak_ahead`` (speculative synthesis, with a talker) has the talker speak the leading
+draft's text in the window, after the drafts and after each re-draft, so a verified speak chunk's audio is ready at
+once (``ticktock.replay.speech_out``; exact: the audio played is always that of the committed text).
 
 Per-chunk counters (``ChunkCounters``): ``draft_source`` (silence / runner_up / branch / pool, or none:
 what supplied the draft tokens accepted in the audio pass), ``draft_full_match`` (the silence draft was
@@ -158,6 +160,7 @@ class SpecListenSettings(DecoderSettings):
     redraft_every_ms: float = knob(200.0, float, minimum=1.0, maximum=60_000.0)
     redraft_speech_dbfs: float = knob(-45.0, float, minimum=-200.0, maximum=0.0)  # RMS dB full scale (-200: silence)
     draft_selection: str = knob("greedy", str, choices=DRAFT_SELECTIONS)
+    speak_ahead: bool = knob(False, bool)
 
     def check(self) -> None:
         if self.draft_with_pool and not self.pool:
@@ -208,6 +211,7 @@ class SpeculativeListeningDecoder(Decoder):
                 self.pool.add(draft)
         hypotheses.duration_ms = window.arriving.duration_ms if window.arriving is not None else 1000.0
         self.pending = hypotheses
+        self._speak_ahead(window, hypotheses)
         if self.waits_for_audio:
             every = self.settings.redraft_every_ms if self.settings.hypothesis == "partial" else self.settings.prefill_every_ms
             window.follow_audio(every, lambda: self._on_audio(window, hypotheses))
@@ -235,6 +239,17 @@ class SpeculativeListeningDecoder(Decoder):
             if self.settings.pool:
                 self.pool.add(tokens)
             hypotheses.replace_main(tokens, complete, arrived)
+            self._speak_ahead(window, hypotheses)
+
+    def _speak_ahead(self, window: IdleWindow, hypotheses: Hypotheses) -> None:
+        """Speculative synthesis (``speak_ahead``): the talker speaks the leading draft's text now, while the window
+        lasts, if that draft is a complete chunk (``IdleWindow.speak_ahead``)."""
+        if not (self.settings.speak_ahead and hypotheses.main_complete and window.remaining_ms() > 0):
+            return
+        try:
+            window.speak_ahead(hypotheses.main)
+        except WindowClosed:  # a shared device: the chunk's audio arrived first
+            pass
 
     def _redraft_due(self, window: IdleWindow, hypotheses: Hypotheses) -> bool:
         """``interval``: every step; ``speech``: when the audio arrived since the last hypothesis holds speech energy

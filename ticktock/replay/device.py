@@ -8,7 +8,8 @@ while no other session is ready to run (so a session whose work comes next carri
 switch), else control passes to the next session that may run. When every session is waiting, the
 scheduler picks the next **device step**:
 
-1. **post-audio work first**, earliest chunk arrival first (ties: lower slot);
+1. **post-audio work first**, earliest chunk arrival first (ties: lower slot); a talker's synthesis of a committed
+   chunk's text (``ticktock.replay.speech_out``) counts as post-audio work;
 2. **idle work** (draft forwards) only when no post-audio work is waiting, and only for sessions whose
    next audio has not arrived; which session drafts is the draft policy's choice (``ticktock.scheduling``),
    and it may leave the device idle instead. Draft work still waiting when its session's next audio arrives
@@ -52,7 +53,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ticktock.clocks.base import FORWARD, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
+from ticktock.clocks.base import FORWARD, TALK, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
 from ticktock.scheduling.base import DraftCandidate
 
 
@@ -397,7 +398,7 @@ class SharedDevice:
     def _batch(self, urgent: list[Request]) -> list[Request]:
         """The first waiting request, and with batching every other waiting request of the same kind."""
         first = urgent[0]
-        if not self.batching:
+        if not self.batching or first.work.kind == TALK:  # a talker's pieces run one at a time
             return [first]
         limit = self.max_batch or len(urgent)
         return [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]

@@ -8,7 +8,9 @@ Per chunk t (audio [start, end) arrives at ``end``):
 3. the deadline arithmetic (``ticktock.replay.timeline``) with the overrun carried from the idle window;
 4. tool calls in the output are executed; the output is committed to the session state, which opens
    chunk t+1 with the responses as its tail;
-5. if chunk t+1's audio is still in the future (idle budget > 0), ``decoder.idle`` may draft it until the
+5. with a talker (``ticktock.replay.speech_out``), the chunk's spoken text is synthesized on the same clock: the work
+   shrinks the idle budget, and what runs past chunk t+1's arrival is carried into its latency;
+6. if chunk t+1's audio is still in the future (idle budget > 0), ``decoder.idle`` may draft it until the
    budget is spent, on exactly the inputs and history its post-audio step will see; overrun is carried
    into chunk t+1's latency. The wait for the first chunk's audio (from the session start) is an idle
    window as well. Chunk t+1's audio streams in during the window (``ArrivingAudio``): a decoder sees only
@@ -58,6 +60,7 @@ class ChunkTrace:
     counters: ChunkCounters
     injected: Injection  # what arrived in this chunk after its audio
     calls: list  # tool calls made in this chunk (canonical form, None when unparsable)
+    speech: object = None  # with a talker: the chunk's ``SpokenPiece`` (``ticktock.replay.speech_out``)
 
 
 @dataclass
@@ -83,6 +86,7 @@ class ReplayEngine:
         sampling: Sampling = Sampling(),
         injector: ToolCallInjector | None = None,
         max_chunks: int | None = None,
+        speech=None,
     ):
         self.adapter = adapter
         self.decoder = decoder
@@ -90,11 +94,12 @@ class ReplayEngine:
         self.sampling = sampling
         self.injector = injector or ToolCallInjector()
         self.max_chunks = max_chunks
+        self.speech = speech  # ``SpeechOut`` (a talker on the run's clock) or None
 
     def start(self, session: Session) -> SessionState:
         """A fresh replay state for ``session`` (the adapter is reset, its prompt prefilled)."""
         selector = self.sampling.selector(self.adapter.protocol, session.session_id, tools_enabled=bool(session.tools))
-        state = SessionState(session, self.adapter, selector, self.clock)
+        state = SessionState(session, self.adapter, selector, self.clock, self.speech)
         self.decoder.start_session(session)
         return state
 
@@ -118,9 +123,13 @@ class ReplayEngine:
             chunk = ChunkTrace(span, step.output, self.adapter.protocol.kind_of(step.output), timing, wall_ms,
                                step.encode_wall_ms, carried, step.counters, arrived, injected.calls)
             trace.chunks.append(chunk)
-            arrived, carried = injected, 0.0
-            if timing.idle_budget_ms > 0 and i + 1 < len(spans):
-                carried = self._idle(state, i + 1, spans[i + 1], timing.idle_budget_ms, audio)
+            arrived, budget = injected, timing.idle_budget_ms
+            if self.speech is not None:
+                chunk.speech = self.speech.speak(self.clock, self.adapter, step.output, state.take_prepared_speech(i))
+                budget -= chunk.speech.talker_ms
+            carried = overrun(timing.idle_budget_ms - budget, timing.idle_budget_ms)
+            if budget > 0 and i + 1 < len(spans):
+                carried = self._idle(state, i + 1, spans[i + 1], budget, audio)
             if on_chunk is not None:
                 on_chunk(chunk)
         trace.wall_s = time.perf_counter() - began

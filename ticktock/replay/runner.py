@@ -126,7 +126,19 @@ def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
     decoder = build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
     check_weights(cfg.model)  # a real model without local weights: one line naming the repo and `hf download`
     clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
+    build_speech(cfg, clock)  # a bad talker option, a missing extra, a profile without its cost: one line
     _check_concurrency(cfg, clock, decoder)
+
+
+def build_speech(cfg: DictConfig, clock):
+    """The run's talker on its clock (``ticktock.replay.speech_out.SpeechOut``), or None for ``talker=none``."""
+    node = cfg.get("talker")
+    if node is None or node.get("_target_") is None:
+        return None
+    from ticktock.replay.speech_out import SpeechOut
+    from ticktock.talkers.base import Talker
+
+    return SpeechOut.for_clock(build_checked(node, "talker", Talker), clock)
 
 
 def _check_concurrency(cfg: DictConfig, clock, decoder) -> None:
@@ -260,6 +272,7 @@ def identity(cfg: DictConfig) -> dict:
         "chunks_limit": plain["limit"]["chunks"],
         "concurrency": plain.get("concurrency"),
         "draft_policy": plain.get("draft_policy"),
+        **({"talker": plain["talker"]} if (plain.get("talker") or {}).get("_target_") else {}),
         **({"shard": plain["shard"]} if ShardSpec.parse(plain.get("shard")).sharded else {}),
     }
 
@@ -394,6 +407,14 @@ def shard_sessions(cfg: DictConfig, sessions: list, ident: dict) -> tuple[list, 
     return [s for s in sessions if plan.keeps(s.session_id)], plan.record()
 
 
+def talker_identity(engine) -> dict:
+    """With a talker whose work is priced, its cost (a cost entry edited since makes a resumed run a different run)."""
+    cost = getattr(engine.speech, "cost", None)
+    if cost is None:
+        return {}
+    return {"talker_cost": {k: v for k, v in cost.to_json().items() if k in ("first_packet_ms", "ms_per_audio_s", "streams")}}
+
+
 def build_engine(cfg: DictConfig, task):
     """The model adapter, decoder, clock and token selector of a run, wired into one replay engine."""
     from ticktock.adapters.base import ModelAdapter
@@ -405,7 +426,7 @@ def build_engine(cfg: DictConfig, task):
     decoder = build_checked(cfg.decoder, "decoder", Decoder)
     clock = build(cfg.clock, synchronize=adapter.synchronize)
     sampling = Sampling(seed=cfg.seed, **cfg.sampling)
-    return ReplayEngine(adapter, decoder, clock, sampling, task.injector(), cfg.limit.chunks)
+    return ReplayEngine(adapter, decoder, clock, sampling, task.injector(), cfg.limit.chunks, build_speech(cfg, clock))
 
 
 def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | None = None) -> list:
@@ -503,7 +524,7 @@ def concurrent_replay(cfg, engine, settings):
     from ticktock.replay.engine import ReplayEngine
 
     engines = [ReplayEngine(engine.adapter.replica(), build(cfg.decoder), engine.clock, engine.sampling, engine.injector,
-                            engine.max_chunks) for _ in range(settings.sessions)]
+                            engine.max_chunks, engine.speech) for _ in range(settings.sessions)]
     device = SharedDevice(engine.clock, build(cfg.draft_policy), settings.batching, settings.max_batch)
     return ConcurrentReplay(engines, device, settings, seed=cfg.seed)
 
@@ -554,7 +575,7 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     task = build(cfg.task)
     sessions = select_sessions(cfg, task)
     engine = build_engine(cfg, task)
-    ident = {**identity(cfg), "weights": engine.adapter.describe().get("weights_fingerprint")}
+    ident = {**identity(cfg), "weights": engine.adapter.describe().get("weights_fingerprint"), **talker_identity(engine)}
     sessions, shard = shard_sessions(cfg, sessions, ident)
     writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
     run_id = run_id_for(ident, run_dir)
@@ -564,6 +585,7 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
             "clock": {**engine.clock.describe(), "profile_sha256": profile_sha256(engine.clock)},
             "environment": environment(engine.adapter),
             "decoder": {"lossless": engine.decoder.lossless, **engine.decoder.describe()}, "started": time.time(),
+            "talker": engine.speech.describe() if engine.speech is not None else None,
             "plugins": used_by(cfg),
             "sessions_total": len(sessions), "shard": shard, "timing_noise": noise.record if noise else None,
             "shared_device": accumulate_shared_device((writer.previous or {}).get("shared_device"), None)}

@@ -42,8 +42,10 @@ class ContextLimitError(InputDataError):
 
 
 class SessionState:
-    def __init__(self, session, adapter, selector, clock):
+    def __init__(self, session, adapter, selector, clock, speech=None):
         self.session = session
+        self.speech = speech  # the run's talker stage (``ticktock.replay.speech_out.SpeechOut``), None without one
+        self._prepared: dict[int, dict[str, object]] = {}  # chunk -> text -> audio synthesized ahead
         self.adapter = adapter
         self.selector = selector
         self.clock = clock
@@ -71,6 +73,15 @@ class SessionState:
         if chunk_index != self._next_index:
             raise ValueError(f"inputs of chunk {chunk_index} asked for, but the next chunk is {self._next_index}")
         return self._next_inputs
+
+    def prepared_speech(self, chunk_index: int) -> dict:
+        """Texts synthesized ahead for chunk ``chunk_index`` in its idle window (text -> samples); see
+        ``ticktock.replay.speech_out``."""
+        return self._prepared.setdefault(chunk_index, {})
+
+    def take_prepared_speech(self, chunk_index: int) -> dict:
+        """The texts synthesized ahead for chunk ``chunk_index``, removed (used or discarded once it is committed)."""
+        return self._prepared.pop(chunk_index, {})
 
     def counters_for(self, chunk_index: int) -> ChunkCounters:
         return self._counters.setdefault(chunk_index, ChunkCounters())

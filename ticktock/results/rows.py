@@ -68,9 +68,53 @@ def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
                 "concurrency": trace.concurrency,
                 "session_slot": trace.slot,
                 **{column: getattr(chunk.counters, name) for column, name in COUNTER_COLUMNS.items()},
+                **_speech_columns(chunk.speech),
             }
         )
+    _place_speech(rows, [chunk.speech for chunk in trace.chunks])
     return rows
+
+
+SPEECH_COLUMNS = ("talker_text", "audio_s", "audio_sha256", "talker_ms", "speech_ahead", "speech_prepared",
+                  "audio_ready_ms", "playback_start_ms", "stall_ms")
+
+
+def _speech_columns(piece) -> dict:
+    if piece is None:
+        return dict.fromkeys(SPEECH_COLUMNS)
+    return {"talker_text": piece.text, "audio_s": piece.audio_s, "audio_sha256": piece.audio_sha256,
+            "talker_ms": piece.talker_ms, "speech_ahead": piece.ahead, "speech_prepared": piece.prepared,
+            "audio_ready_ms": None, "playback_start_ms": None, "stall_ms": None}
+
+
+def _place_speech(rows: list[dict], spoken: list) -> None:
+    """Fill in the playback columns of the chunks that speak (``ticktock.results.playback``); ``spoken``: each chunk's
+    ``SpokenPiece`` (None without a talker)."""
+    from ticktock.results.playback import Piece, place
+
+    speaking = [(row, piece) for row, piece in zip(rows, spoken)
+                if piece is not None and row["kind"] in ("speak", "backchannel")]
+    pieces = [Piece(1000.0 * row["arrival_s"], row["response_ms"] + piece.ready_ms, piece.audio_s,
+                    row["is_onset"] or row["kind"] != "speak") for row, piece in speaking]
+    for (row, _), piece, placed in zip(speaking, pieces, place(pieces)):
+        row["audio_ready_ms"], row["playback_start_ms"], row["stall_ms"] = piece.ready_ms, placed.start_ms, placed.stall_ms
+
+
+SESSION_SPEECH_COLUMNS = ("first_audio_latencies_ms", "mean_first_audio_ms", "num_stalls", "total_stall_ms",
+                          "assistant_speech_s", "stalls_per_min")
+
+
+def playback_summary(chunks: list[dict]) -> dict:
+    """The session's speech-out columns from its chunk rows (all null without a talker)."""
+    from ticktock.results.playback import Piece, place, summarize
+
+    if not any(c["talker_text"] is not None for c in chunks):
+        return dict.fromkeys(SESSION_SPEECH_COLUMNS)
+    pieces = [Piece(1000.0 * c["arrival_s"], c["audio_ready_ms"], c["audio_s"], c["is_onset"] or c["kind"] != "speak")
+              for c in chunks if c["audio_ready_ms"] is not None]
+    summary = summarize(pieces, place(pieces))
+    return dict(zip(SESSION_SPEECH_COLUMNS, (summary.first_audio_ms, _mean(summary.first_audio_ms), summary.num_stalls,
+                                             summary.stall_ms, summary.speech_s, summary.stalls_per_minute)))
 
 
 def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:
@@ -101,6 +145,7 @@ def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:
         "concurrency": trace.concurrency,
         "session_slot": trace.slot,
         "start_ms": trace.start_ms,
+        **playback_summary(chunks),
     }
 
 

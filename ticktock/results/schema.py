@@ -33,8 +33,20 @@ chunks.parquet, one row per session chunk:
                         partial audio, and first-token branches; else null)
     draft_arrived_fraction  share of real audio (arrived by then) in the hypothesis whose draft the audio pass
                         accepted (0: drafted under silence; null: no draft accepted)
+    speech out (runs with a talker; null without one; ``ticktock.results.playback``):
+    talker_text         the text the talker spoke for the chunk ("" when it speaks nothing)
+    audio_s, audio_sha256   length of its audio, SHA-256 of its float32 samples (byte-equality across decoders)
+    talker_ms           clock time of the talker's work after the chunk's text was committed (0: synthesized ahead)
+    speech_ahead        its audio was synthesized ahead, in its idle window (speculative synthesis), and used
+    speech_prepared     texts synthesized ahead for the chunk in its idle window
+    audio_ready_ms      from the chunk's arrival until its audio can play (response_ms + the talker's time to audio)
+    playback_start_ms   from the chunk's arrival until its audio starts to play (after the reply's previous piece)
+    stall_ms            silence inside the reply just before this piece (ready after the previous piece ended)
 
 sessions.parquet, one row per completed session:
+    first_audio_latencies_ms  per reply: from its first chunk's arrival until its first audio plays (talker runs)
+    num_stalls, total_stall_ms, stalls_per_min   stalls inside replies longer than 10 ms: count, total, per minute
+                        of assistant_speech_s (the audio the talker made); null without a talker
     concurrency, session_slot: as in chunks; start_ms: the session's start on the shared device's time
     manifest_sha256     SHA-256 of the session's manifest line (canonical JSON); audio_sha256: of its audio file's
                         bytes; profile_sha256: of the cost profile's costs it was charged by (null: no profile, e.g.
@@ -54,10 +66,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 6  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
+SCHEMA_VERSION = 7  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
                     # 4: arriving audio (window_waited_ms, prefilled_ms, hypotheses_drafted, draft_arrived_fraction);
                     # 5: forwards' end_ms (when each finished within its phase: the case-study timelines);
                     # 6: sessions' profile_sha256 (the cost profile each session was charged by)
+                    # 7: speech out (talker_*, audio_*, playback_start_ms, stall_ms; sessions' first audio and stalls)
 
 IDENTITY = [
     pa.field("run_id", pa.string()),
@@ -112,6 +125,15 @@ CHUNKS = pa.schema(
         pa.field("prefilled_ms", pa.float64()),
         pa.field("hypotheses_drafted", pa.int32()),
         pa.field("draft_arrived_fraction", pa.float64()),
+        pa.field("talker_text", pa.string()),
+        pa.field("audio_s", pa.float64()),
+        pa.field("audio_sha256", pa.string()),
+        pa.field("talker_ms", pa.float64()),
+        pa.field("speech_ahead", pa.bool_()),
+        pa.field("speech_prepared", pa.int32()),
+        pa.field("audio_ready_ms", pa.float64()),
+        pa.field("playback_start_ms", pa.float64()),
+        pa.field("stall_ms", pa.float64()),
     ]
 )
 
@@ -140,6 +162,12 @@ SESSIONS = pa.schema(
         pa.field("manifest_sha256", pa.string()),
         pa.field("audio_sha256", pa.string()),
         pa.field("profile_sha256", pa.string()),
+        pa.field("first_audio_latencies_ms", pa.list_(pa.float64())),
+        pa.field("mean_first_audio_ms", pa.float64()),
+        pa.field("num_stalls", pa.int32()),
+        pa.field("total_stall_ms", pa.float64()),
+        pa.field("assistant_speech_s", pa.float64()),
+        pa.field("stalls_per_min", pa.float64()),
     ]
 )
 

@@ -1,12 +1,15 @@
 """``python -m ticktock.tables <results dirs or globs> [--out DIR] [--baseline ar] [--format md,csv,tex,html] [--strict]
-[--case SESSION_ID ...] [--case-decoders ar,speclisten] [--viewer-sessions N|all]``
+[--case SESSION_ID ...] [--case-decoders ar,speclisten] [--viewer-sessions N|all] [--listen SESSION_ID ...]``
 
 Reads every run directory under the arguments, writes one .md/.csv/.tex per table, PNG figures, the case
 studies and report.html (with the interactive session viewer) into ``--out`` (default
 ``results/tables/<timestamp>``), and prints Table 2, the tool-call table and Table 5. The case studies are a
 session's timeline per decoder (Figures 5-6: a default onset and tool-call pick, plus one per ``--case``,
 showing the baseline and Speculative Listening unless ``--case-decoders`` names others). The viewer embeds
-``--viewer-sessions`` sessions (default 120, the case studies' first; ``all``: every one).
+``--viewer-sessions`` sessions (default 120, the case studies' first; ``all``: every one). For runs with a talker
+(``talker=espeak|piper|modeled``), report.html lets one listen to a session as its user heard it under each decoder
+(the user's audio and the assistant's re-synthesized speech at its playback times, under the viewer's timeline:
+``ticktock.tables.listen``): the sessions named with ``--listen`` (repeatable), by default the case studies' sessions.
 
 A lossless decoder whose outputs differ from the baseline's is printed as a FAILURE;
 ``--strict`` makes that exit with status 1. Unusable results exit with status 2 and one line,
@@ -28,6 +31,7 @@ Example::
     python -m ticktock.tables results/runs --skip-bad-runs --allow-interrupted
     python -m ticktock.tables results/sweeps/grid            # a sharded sweep: every shard folder under it
     python -m ticktock.tables results/main/runs --case fdb_v3-eval-0-0003 --case-decoders ar,pld,speclisten
+    python -m ticktock.tables results/runs/espeak-* --listen fdb_v3-eval-0-0001 --listen fdb_v3-eval-0-0003
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="decoders shown in --case timelines (default: the baseline and speclisten)")
     parser.add_argument("--viewer-sessions", default=str(DEFAULT_SESSIONS), metavar="N|all",
                         help=f"sessions the report's viewer embeds (default {DEFAULT_SESSIONS}; all: every one)")
+    parser.add_argument("--listen", action="append", default=[], metavar="SESSION_ID",
+                        help="in report.html, let one listen to this session as its user heard it under each decoder "
+                             "of the runs with a talker (repeatable; default: the case studies' sessions)")
     args = parser.parse_args(argv)
     args.viewer_sessions = _session_count(parser, args.viewer_sessions)
     args.case_decoders = tuple(d.strip() for d in args.case_decoders.split(",") if d.strip()) \
@@ -74,6 +81,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = [f for f in args.formats if f not in FORMATS]
     if unknown:
         parser.error(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    if args.listen and "html" not in args.formats:
+        parser.error(f"--listen {args.listen[0]}: the tracks go into report.html; add html to --format")
     return args
 
 
@@ -91,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = load_results(args.results, skip_bad_runs=args.skip_bad_runs, allow_interrupted=args.allow_interrupted,
                                allow_missing_shards=args.allow_missing_shards)
-        built = build_tables(results, args.baseline, tuple(args.case), args.case_decoders)
+        built = build_tables(results, args.baseline, tuple(args.case), args.case_decoders, tuple(args.listen))
         written = write_outputs(built, results, out, args.formats, args.viewer_sessions)
     except TickTockError as err:  # unusable results (exit 2), an output folder that cannot be written (exit 4)
         print(f"ticktock: error: {one_line(err)}", file=sys.stderr)

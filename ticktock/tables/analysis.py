@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
@@ -161,7 +162,9 @@ def fig4b_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
                  provenance_notes(results))
 
 
-FIG4C_SETUP_FIELDS = ("clock", "device", "temperature", "seed", "top_k", "top_p")
+FIG4C_SETUP_FIELDS = ("clock", "device", "temperature", "seed", "top_k", "top_p", "talker", "talker_args")
+ALONE = {"concurrency": 1, "batching": False, "max_batch": None, "stagger": "", "draft_policy": "",
+         "draft_policy_args": ""}  # a setup's sharing fields for one session alone on the device
 FIG4C_METRICS = ["speak chunks", "speak speedup", "tool chunks", "tool speedup", "deadline-miss rate",
                  "tool deadline-miss rate", "mean max lag ms", "mean device wait ms", "sessions", "chunks"]
 FIG4C_PAPER = {"speak speedup": ("paper speak speedup", False), "tool speedup": ("paper tool speedup", False),
@@ -210,7 +213,7 @@ def _fig4c_cells(results: Results) -> list[Cell]:
 
 def _group_label(setup: Setup) -> str:
     """The setup without how the device was shared (4c compares N within it)."""
-    label = setup_label(Setup(*setup.without_sharing()))
+    label = setup_label(replace(setup, **ALONE))
     return label + (f" / top_k {setup.top_k}, top_p {setup.top_p:g}" if setup.top_k or setup.top_p != 1.0 else "")
 
 

@@ -26,7 +26,7 @@ from ticktock.errors import RunFolderError
 from ticktock.tables import analysis, compute, quality
 from ticktock.tables.cases import Case, pick_cases, session_case
 from ticktock.tables.common import Table
-from ticktock.tables.load import Results, TablesError, load_results
+from ticktock.tables.load import Results, Setup, TablesError, load_results
 from ticktock.tables.render import FORMATS, markdown, write_tables
 from ticktock.tables.viewer import DEFAULT_SESSIONS
 
@@ -42,6 +42,7 @@ class Built:
     fig4b: pd.DataFrame
     fig4c: pd.DataFrame = field(default_factory=pd.DataFrame)
     cases: list[Case] = field(default_factory=list)  # the case studies (Figures 5-6 and any --case)
+    listen: list[tuple[Setup, str]] = field(default_factory=list)  # the tracks to make: (talker setup, session)
 
     @property
     def failures(self) -> list[str]:
@@ -62,12 +63,17 @@ def check_baseline(results: Results, baseline: str) -> None:
 
 
 def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[str, ...] = (),
-                 case_decoders: tuple[str, ...] | None = None) -> Built:
+                 case_decoders: tuple[str, ...] | None = None, listen_sessions: tuple[str, ...] = ()) -> Built:
     """Every table, headline tables first, then the analysis, losslessness and quality tables, and the case studies
-    (the default onset and tool-call picks, then one per session in ``case_sessions``, showing ``case_decoders``).
-    Every table but Figure 4c uses the runs of one session alone on the device (``Results.single_session``); 4c
-    every N."""
+    (the default onset and tool-call picks, then one per session in ``case_sessions``, showing ``case_decoders``),
+    and which sessions the report lets one listen to (``ticktock.tables.listen``: ``listen_sessions``, by default the
+    case studies' sessions of each setup with a talker). Every table but Figure 4c uses the runs of one session alone
+    on the device (``Results.single_session``); 4c every N."""
+    from ticktock.tables.listen import listen_choice
+
     check_baseline(results, baseline)
+    if listen_sessions:  # an unknown session is one line before any work
+        listen_choice(results, listen_sessions)
     data4a, data4b = analysis.fig4a_data(results), analysis.fig4b_data(results, baseline)
     data4c = analysis.fig4c_data(results, baseline)
     tables = [table(results, baseline) for table in HEADLINE]
@@ -77,7 +83,7 @@ def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[st
                analysis.fig4b_table(results, baseline, data4b), analysis.fig4c_table(results, baseline, data4c),
                quality.losslessness_table(results, baseline), quality.quality_table(results, baseline)]
     cases = pick_cases(results, baseline) + [session_case(results, s, baseline, case_decoders) for s in case_sessions]
-    return Built(tables, data4a, data4b, data4c, cases)
+    return Built(tables, data4a, data4b, data4c, cases, listen_choice(results, listen_sessions, cases, baseline))
 
 
 def headline_text(tables: list[Table]) -> str:
@@ -143,6 +149,7 @@ def write_outputs(built: Built, results: Results, out: Path, formats: tuple[str,
 def _write_outputs(built: Built, results: Results, out: Path, formats: tuple[str, ...],
                    viewer_sessions: int | None) -> list[Path]:
     from ticktock.tables.figures import write_figures
+    from ticktock.tables.listen import listen_tracks, tracks_markup
     from ticktock.tables.report import html_report
     from ticktock.tables.viewer import viewer_data
 
@@ -153,9 +160,12 @@ def _write_outputs(built: Built, results: Results, out: Path, formats: tuple[str
     if "html" in formats:
         by_table = {key: out / name for key, name in FIGURE_TABLES.items() if out / name in figures}
         path = out / "report.html"
-        viewer = viewer_data(results, viewer_sessions, tuple(c.session_id for c in built.cases))
+        first = tuple(dict.fromkeys([c.session_id for c in built.cases] + [s for _, s in built.listen]))
+        limit = viewer_sessions if viewer_sessions is None or not built.listen else max(viewer_sessions, len(first))
+        viewer = viewer_data(results, limit, first)  # every session listened to is in the viewer
+        tracks = tracks_markup(listen_tracks(results, built.listen)) if built.listen else ""
         path.write_text(html_report(built.tables, by_table, results, cases=[(c, out / f"{c.key}.png") for c in built.cases],
-                                    viewer=viewer))
+                                    viewer=viewer, tracks=tracks))
         written.append(path)
     return written
 

@@ -2,9 +2,10 @@
 
 Every table says which model, clock (with the cost profile and its provenance) and device produced it:
 rows carry the setup columns that vary across the results (always the model; the clock, device,
-temperature, seed and the concurrency fields only when several are present), and the notes carry the full
-provenance. The tables of one session at a time are built with ``@single_session``: from the runs of one
-session alone on the device (``Results.single_session``), never from concurrency runs.
+temperature, seed, the concurrency fields and the talker only when several are present), and the notes carry the
+full provenance (a talker setup's talker included). The tables of one session at a time are built with
+``@single_session``: from the runs of one session alone on the device (``Results.single_session``), never from
+concurrency runs.
 
 Example::
 
@@ -74,20 +75,27 @@ def single_session(builder):
 
 
 SHARING_FIELDS = ("concurrency", "batching", "max_batch", "stagger", "draft_policy", "draft_policy_args")
+TALKER_FIELDS = ("talker", "talker_args")
 
 
 def varying(results: Results, candidates: tuple[str, ...] | None = None) -> list[str]:
     """Setup fields shown as row columns: the model always, the others when they take several values."""
     setups = results.setups()
     shown = ["model"]
-    for name in candidates or ("clock", "device", "temperature", "seed", "top_k", "top_p", *SHARING_FIELDS):
-        if len({getattr(s, name) for s in setups}) > 1:
+    for name in candidates or ("clock", "device", "temperature", "seed", "top_k", "top_p", *SHARING_FIELDS,
+                               *TALKER_FIELDS):
+        if len({getattr(s, name) for s in setups}) > 1 and (name != "talker_args" or _talker_settings_vary(setups)):
             shown.append(name)
     return shown
 
 
+def _talker_settings_vary(setups: list[Setup]) -> bool:
+    """Whether one talker runs with several settings (a talker's name alone tells the others apart)."""
+    return len({(s.talker, s.talker_args) for s in setups}) > len({s.talker for s in setups})
+
+
 COLUMN_NAMES = {"temperature": "T", "concurrency": "N", "max_batch": "max batch", "draft_policy": "draft policy",
-                "draft_policy_args": "draft policy settings"}
+                "draft_policy_args": "draft policy settings", "talker_args": "talker settings"}
 
 
 def setup_columns(setup: Setup, shown: list[str]) -> dict:
@@ -178,7 +186,46 @@ def provenance_notes(results: Results, setups: list[Setup] | None = None) -> lis
             if line not in seen:
                 seen.add(line)
                 lines.append(line)
+        if setup.speaks:
+            line = describe_speech(cell.meta, setup)
+            if line not in seen:
+                seen.add(line)
+                lines.append(line)
     return lines + results.provenance()
+
+
+def describe_speech(meta: dict, setup: Setup) -> str:
+    """The provenance line of a talker setup: the talker (run.json ``talker``: its engine, rate and how its work was
+    charged), as a run of that setup recorded it.
+
+    >>> meta = {"talker": {"name": "espeak", "sample_rate": 22050, "engine": "espeak-ng", "charged": "measured"}}
+    >>> print(describe_speech(meta, Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, talker="espeak", talker_args='{"v": 1}')))
+    talker espeak {"v": 1}: espeak-ng, 22050 Hz, its work measured on the run's clock
+    """
+    talker = meta.get("talker") if isinstance(meta.get("talker"), dict) else {}
+    parts = [str(talker["engine"])] if talker.get("engine") else []
+    if talker.get("sample_rate"):
+        parts.append(f"{talker['sample_rate']} Hz")
+    charged = talker.get("charged")
+    if isinstance(charged, dict):
+        streams = "streaming" if charged.get("streams") else "not streaming"
+        parts.append(f"its work charged {charged.get('first_packet_ms')} ms to the first audio + "
+                     f"{charged.get('ms_per_audio_s')} ms per second of audio ({streams}"
+                     + (f"; {charged['provenance']}" if charged.get("provenance") else "") + ")")
+    elif charged:
+        parts.append(f"its work {charged} on the run's clock")
+    return f"{describe_talker(setup)}: {', '.join(parts) or 'no description recorded'}"
+
+
+def describe_talker(setup: Setup) -> str:
+    """The talker of a setup in words ('' without one).
+
+    >>> describe_talker(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, talker="espeak", talker_args='{"rate_wpm": 175}'))
+    'talker espeak {"rate_wpm": 175}'
+    """
+    if not setup.speaks:
+        return ""
+    return f"talker {setup.talker}" + (f" {setup.talker_args}" if setup.talker_args else "")
 
 
 def describe_sharing(setup: Setup) -> str:
@@ -203,9 +250,12 @@ def setup_label(setup: Setup) -> str:
     'm / wall / cpu / T=0.3 / seed 0'
     >>> setup_label(Setup("m", "wall", "cpu", 0.3, 0, 1.0, 0, concurrency=4, stagger="random", draft_policy="round_robin"))
     'm / wall / cpu / T=0.3 / seed 0 / N=4 sessions on one device, no batching, stagger random, draft policy round_robin'
+    >>> setup_label(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, talker="espeak"))
+    'm / wall / cpu / T=0 / seed 0 / talker espeak'
     """
     label = f"{setup.model} / {setup.clock} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
-    return f"{label} / {describe_sharing(setup)}" if setup.shares_device else label
+    label = f"{label} / {describe_sharing(setup)}" if setup.shares_device else label
+    return f"{label} / {describe_talker(setup)}" if setup.speaks else label
 
 
 def run_names(cell) -> str:

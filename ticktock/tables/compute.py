@@ -152,7 +152,9 @@ def ablation_table(results: Results, baseline: str = "ar") -> Table:
 
 @single_session
 def latency_table(results: Results, baseline: str = "ar") -> Table:
-    """Table 5: response onset latency (mean over tasks) and tool-call latency (FDB v3), with the paper's."""
+    """Table 5: response onset latency (mean over tasks) and tool-call latency (FDB v3), with the paper's; for a
+    setup with a talker also the onset to first audio and the stalls of the assistant's voice (``SPEECH_FORMATS``'s
+    columns: present only when some setup has a talker, empty in the rows of the others)."""
     shown, rows = varying(results), []
     for cell in results.cells:
         onset, tool = metrics.onset_latency(cell.chunks), metrics.tool_latency(cell.chunks)
@@ -160,12 +162,35 @@ def latency_table(results: Results, baseline: str = "ar") -> Table:
                      "tasks": onset["tasks"], "onsets": onset["onsets"],
                      "paper onset ms": _paper(cell.setup, 5, "onset ms", cell.decoder, digits=0),
                      "tool-call ms": tool["tool_ms"], "tool chunks": tool["tool_chunks"],
-                     "paper tool-call ms": _paper(cell.setup, 5, "tool-call ms", cell.decoder, digits=0)})
+                     "paper tool-call ms": _paper(cell.setup, 5, "tool-call ms", cell.decoder, digits=0),
+                     **(_speech_columns(cell) if cell.setup.speaks else {})})
     notes = ["onset: response_ms (b_{t-1} + l_t) of the first speak chunk of each model turn, averaged per task, "
              "then over tasks; tool-call: mean response_ms of FDB v3 tool chunks", PAPER_COLUMNS, paper_note(5)]
+    formats = {"onset ms": ".1f", "tool-call ms": ".1f"}
+    if any(cell.setup.speaks for cell in results.cells):
+        notes.append(SPEECH_NOTE)
+        formats.update(SPEECH_FORMATS)
     title = "Table 5: user-perceived latency (ms): response onset and tool-call latency"
-    return Table("table5_latency", title, pd.DataFrame(rows), {"onset ms": ".1f", "tool-call ms": ".1f"},
-                 notes, [], provenance_notes(results))
+    return Table("table5_latency", title, pd.DataFrame(rows), formats, notes, [], provenance_notes(results))
+
+
+SPEECH_FORMATS = {"onset to first audio ms": ".1f", "replies with audio": ".0f", "stalls": ".0f",
+                  "total stall ms": ".1f", "stalls per min of speech": ".2f", "speech s": ".1f"}
+SPEECH_NOTE = ("runs with a talker (talker column or setup): onset to first audio: from the arrival of a reply's first "
+               "chunk until its first audio plays (the text onset plus the talker's time to its first audio; "
+               "sessions' first_audio_latencies_ms), averaged per task, then over tasks; stalls: silences inside a "
+               "reply longer than 10 ms, where a piece of speech was ready only after the previous one had finished "
+               "playing, all sessions together: their count, total ms, and count per minute of the assistant's "
+               "speech (speech s: the audio the talker made); runs without a talker leave these empty")
+
+
+def _speech_columns(cell: Cell) -> dict:
+    """Table 5's columns of a cell with a talker: first-audio onset and stalls (``metrics.first_audio_latency``,
+    ``metrics.stalls``)."""
+    audio, stalled = metrics.first_audio_latency(cell.sessions), metrics.stalls(cell.sessions)
+    return {"onset to first audio ms": audio["first_audio_ms"], "replies with audio": audio["replies"],
+            "stalls": stalled["stalls"], "total stall ms": stalled["stall_ms"],
+            "stalls per min of speech": stalled["per_min"], "speech s": stalled["speech_s"]}
 
 
 PAPER_COMPOSITION = {"tasks": 8, "sessions": 760, "chunks": 15883}  # the paper's totals (its Table 1, as reported)

@@ -3,7 +3,8 @@
 A run directory holds ``run.json`` and the three tables of ``ticktock.results.schema``. Every argument of
 the tables command is a run directory, a folder searched recursively for run directories, or a glob of
 either. Runs are grouped by **setup** (model, clock and profile, device, sampling, seed, and how many sessions
-shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy): only runs of
+shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy, and the talker
+that spoke the assistant's text with its settings: ``config.talker``, none for a run without one): only runs of
 the same setup are ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
 share a cell when they hold disjoint sessions (e.g. one run per task, or the shards of a sharded run: all of them,
 each once, complete; ``check_splits``), never the same chunk twice.
@@ -51,7 +52,7 @@ from __future__ import annotations
 import glob
 import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pandas as pd
 import pyarrow as pa
@@ -60,10 +61,13 @@ import pyarrow.parquet as pq
 from ticktock.decoders import DECODERS
 from ticktock.errors import EXIT_CONFIG, TickTockError, one_line
 from ticktock.results.liveness import interruption
-from ticktock.results.runjson import shape_problem
+from ticktock.results.runjson import kind_of, shape_problem
+from ticktock.results.rows import SESSION_SPEECH_COLUMNS, SPEECH_COLUMNS
 from ticktock.results.schema import SCHEMA_VERSION, TABLES
 
 VERSION_KEY = b"ticktock_schema_version"
+OLDEST_READ = 6  # results of schema versions 6 to SCHEMA_VERSION are read: 7 only added the speech-out columns
+ADDED_IN = {7: {"chunks": SPEECH_COLUMNS, "sessions": SESSION_SPEECH_COLUMNS}}  # version -> columns it added
 GLOB_CHARS = set("*?[")
 
 
@@ -91,6 +95,13 @@ class Setup:
     stagger: str = ""  # only for a shared device: "random" or a number of ms
     draft_policy: str = ""  # only for a shared device: the policy's name
     draft_policy_args: str = ""  # its other settings (canonical JSON, "" when none)
+    talker: str = "none"  # what spoke the assistant's text (config.talker.name): none, espeak, piper, modeled
+    talker_args: str = ""  # its settings (canonical JSON, "" when none; ``talker_of``)
+
+    @property
+    def speaks(self) -> bool:
+        """A run with a talker: its speech is synthesized and placed (the speech-out columns are filled)."""
+        return self.talker != "none"
 
     @property
     def shares_device(self) -> bool:
@@ -102,11 +113,13 @@ class Setup:
         return (self.concurrency, self.batching, self.max_batch, self.stagger, self.draft_policy, self.draft_policy_args)
 
     def without_temperature(self) -> tuple:
-        return (self.model, self.clock, self.device, self.top_k, self.top_p, self.seed, *self.sharing())
+        return (self.model, self.clock, self.device, self.top_k, self.top_p, self.seed, *self.sharing(), self.talker,
+                self.talker_args)
 
     def without_sharing(self) -> tuple:
         """Everything but the concurrency fields (Figure 4c compares N within this)."""
-        return (self.model, self.clock, self.device, self.temperature, self.top_k, self.top_p, self.seed)
+        return (self.model, self.clock, self.device, self.temperature, self.top_k, self.top_p, self.seed, self.talker,
+                self.talker_args)
 
 
 @dataclass
@@ -180,6 +193,7 @@ class Run:
             top_p=float(sampling.get("top_p", 1.0)),
             seed=int(config.get("seed", 0)),
             **sharing_of(config),
+            **talker_of(config),
         )
 
 
@@ -206,6 +220,42 @@ def sharing_of(config: dict) -> dict:
     return {**fields, "max_batch": None if max_batch is None else int(max_batch),
             "stagger": _stagger(concurrency.get("stagger", "random")), "draft_policy": name,
             "draft_policy_args": json.dumps(policy, sort_keys=True) if policy else ""}
+
+
+def talker_of(config: dict) -> dict:
+    """The talker fields of a run's setup from its config (``config.talker``, as run.json records it): none for a run
+    without one (``{"name": "none"}``, or a run.json written before talkers); else its name and its settings as
+    canonical JSON (a modeled talker's cost profile by its file name: the folder differs between machines).
+
+    >>> talker_of({}), talker_of({"talker": {"name": "none"}})
+    ({}, {})
+    >>> talker_of({"talker": {"name": "espeak", "_target_": "x.Y", "voice": "en-us", "rate_wpm": 175}})
+    {'talker': 'espeak', 'talker_args': '{"rate_wpm": 175, "voice": "en-us"}'}
+    """
+    node = dict(config.get("talker") or {})
+    name = str(node.pop("name", "none") or "none")
+    if name == "none":
+        return {}
+    node.pop("_target_", None)
+    if isinstance(node.get("profile"), str):
+        node["profile"] = PurePath(node["profile"]).name
+    return {"talker": name, "talker_args": json.dumps(node, sort_keys=True) if node else ""}
+
+
+def talker_problem(meta: dict) -> str | None:
+    """What is wrong with run.json's ``config.talker`` (None: nothing; missing or null: a run without a talker).
+
+    >>> talker_problem({"config": {"talker": ["espeak"]}}), talker_problem({"config": {"talker": {"name": 3}}})
+    ('config.talker: must be an object, got a list', 'config.talker.name: must be a string, got 3')
+    """
+    node = meta["config"].get("talker")
+    if node is None:
+        return None
+    if not isinstance(node, dict):
+        return f"config.talker: must be an object, got {kind_of(node)}"
+    if not isinstance(node.get("name", "none"), str):
+        return f"config.talker.name: must be a string, got {node['name']!r:.60}"
+    return None
 
 
 def device_of(meta: dict) -> str:
@@ -291,7 +341,7 @@ def decoder_order(name: str) -> tuple:
 def setup_order(setup: Setup) -> tuple:
     return (setup.model, setup.clock, setup.device, setup.temperature, setup.top_k, setup.top_p, setup.seed,
             setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger, setup.draft_policy,
-            setup.draft_policy_args)
+            setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args)
 
 
 def discover(arguments: list[str | Path]) -> list[Path]:
@@ -328,11 +378,11 @@ def read_meta(path: Path) -> dict:
     if not isinstance(meta, dict):
         raise TablesError(f"{meta_path}: not a ticktock run.json (a JSON {type(meta).__name__}, not an object)")
     version = meta.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if not readable(version):
         shown = repr(version) if len(repr(version)) <= 40 else repr(version)[:37] + "..."
         raise TablesError(f"{meta_path}: schema_version {shown}, but these tables read version {SCHEMA_VERSION}; "
                           "rebuild the tables with the ticktock version that wrote the run, or rerun it")
-    problem = shape_problem(meta)
+    problem = shape_problem(meta) or talker_problem(meta)
     if problem:
         raise TablesError(f"{meta_path}: {problem} (not the run.json a ticktock run writes)")
     return meta
@@ -433,7 +483,16 @@ def _read_parts(path: Path, name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _check_version(path: Path):
+def readable(version) -> bool:
+    """Whether these tables read results of schema ``version`` (``OLDEST_READ`` to ``SCHEMA_VERSION``).
+
+    >>> readable(SCHEMA_VERSION), readable(OLDEST_READ), readable(5), readable("7")
+    (True, True, False, False)
+    """
+    return isinstance(version, int) and not isinstance(version, bool) and OLDEST_READ <= version <= SCHEMA_VERSION
+
+
+def _check_version(path: Path) -> tuple[pa.Schema, int]:
     if not path.is_file():
         raise TablesError(f"{path}: missing (the run was not consolidated; is it still running?)")
     try:
@@ -441,21 +500,28 @@ def _check_version(path: Path):
     except (OSError, pa.ArrowException) as err:
         raise TablesError(f"{path}: not a readable parquet file ({_first_line(err)})") from None
     version = (schema.metadata or {}).get(VERSION_KEY)
-    if version != str(SCHEMA_VERSION).encode():
-        found = version.decode() if version else "none"
+    number = int(version) if version and version.isdigit() else None
+    if not readable(number):
+        found = version.decode(errors="replace") if version else "none"
         raise TablesError(f"{path}: schema version {found}, but these tables read version {SCHEMA_VERSION}")
-    return schema
+    return schema, number
 
 
 def _read_table(path: Path, name: str) -> pd.DataFrame:
-    schema = _check_version(path)
-    missing = [f for f in TABLES[name].names if f not in schema.names]
+    """A result table; one written by an older readable version gets the columns added since as nulls."""
+    schema, version = _check_version(path)
+    later = [column for added, tables in ADDED_IN.items() if added > version for column in tables.get(name, ())]
+    missing = [f for f in TABLES[name].names if f not in schema.names and f not in later]
     if missing:
-        raise TablesError(f"{path}: columns missing for schema version {SCHEMA_VERSION}: {', '.join(missing)}")
+        raise TablesError(f"{path}: columns missing for schema version {version}: {', '.join(missing)}")
     try:
-        return pq.read_table(path).to_pandas()
+        frame = pq.read_table(path).to_pandas()
     except (OSError, pa.ArrowException) as err:
         raise TablesError(f"{path}: not a readable parquet file ({_first_line(err)})") from None
+    for column in later:
+        if column not in frame:
+            frame[column] = None
+    return frame
 
 
 def _first_line(err: Exception) -> str:

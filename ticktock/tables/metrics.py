@@ -120,6 +120,35 @@ def onset_latency(chunks: pd.DataFrame) -> dict:
     return {"onset_ms": float(per_task.mean()), "tasks": len(per_task), "onsets": len(onsets)}
 
 
+def first_audio_latency(sessions: pd.DataFrame) -> dict:
+    """Onset to first audio (runs with a talker): the mean over tasks of each task's mean first-audio latency of its
+    replies (sessions' ``first_audio_latencies_ms``: from a reply's first chunk's arrival until its first audio plays),
+    as ``onset_latency`` averages the text onsets.
+
+    >>> rows = pd.DataFrame({"task": ["a", "a", "b"], "first_audio_latencies_ms": [[100.0], [300.0, 200.0], [50.0]]})
+    >>> first_audio_latency(rows)
+    {'first_audio_ms': 125.0, 'replies': 4}
+    """
+    replies = sessions[["task", "first_audio_latencies_ms"]].explode("first_audio_latencies_ms").dropna()
+    if replies.empty:
+        return {"first_audio_ms": math.nan, "replies": 0}
+    per_task = replies["first_audio_latencies_ms"].astype(float).groupby(replies["task"]).mean()
+    return {"first_audio_ms": float(per_task.mean()), "replies": len(replies)}
+
+
+def stalls(sessions: pd.DataFrame) -> dict:
+    """Stalls of the assistant's voice inside its replies (runs with a talker), over all sessions: their count, their
+    total ms, and the count per minute of the assistant's speech (``assistant_speech_s``; NaN without speech).
+
+    >>> rows = pd.DataFrame({"num_stalls": [2, 1], "total_stall_ms": [150.0, 40.0], "assistant_speech_s": [20.0, 10.0]})
+    >>> stalls(rows)
+    {'stalls': 3, 'stall_ms': 190.0, 'per_min': 6.0, 'speech_s': 30.0}
+    """
+    count, speech_s = int(sessions["num_stalls"].fillna(0).sum()), float(sessions["assistant_speech_s"].fillna(0).sum())
+    return {"stalls": count, "stall_ms": float(sessions["total_stall_ms"].fillna(0).sum()),
+            "per_min": 60.0 * count / speech_s if speech_s > 0 else math.nan, "speech_s": speech_s}
+
+
 def tool_latency(chunks: pd.DataFrame) -> dict:
     """Tool-call latency: mean ``response_ms`` of FDB v3 tool chunks."""
     tools = chunks.loc[tool_mask(chunks), "response_ms"]

@@ -94,9 +94,10 @@ def _cases_section(cases: list[tuple[Case, Path]]) -> str:
 
 
 def html_report(tables: list[Table], figures: dict[str, Path], results: Results, title: str = "TickTock results",
-                cases: list[tuple[Case, Path]] = (), viewer: dict | None = None) -> str:
+                cases: list[tuple[Case, Path]] = (), viewer: dict | None = None, tracks: str = "") -> str:
     """The whole page: banner, navigation, every table (with its figure after it), the case studies (each with its
-    figure's path), the session viewer (``viewer``: its data; by default ``viewer_data(results)``), the runs."""
+    figure's path), the session viewer (``viewer``: its data; by default ``viewer_data(results)``; ``tracks``: the
+    audio of the sessions to listen to, ``ticktock.tables.listen.tracks_markup``), the runs."""
     nav = " ".join(f'<a href="#{html.escape(t.key)}">{html.escape(t.key)}</a>' for t in tables)
     body = []
     for table in tables:
@@ -114,7 +115,7 @@ a pure function of the result files (no model was run).</p>
 <nav>{nav} <a href="#cases">case studies</a> <a href="#viewer">session viewer</a> <a href="#runs">runs</a></nav>
 {''.join(body)}
 {_cases_section(list(cases))}
-{viewer_section(viewer if viewer is not None else viewer_data(results))}
+{viewer_section(viewer if viewer is not None else viewer_data(results), tracks)}
 {_runs_table(results)}
 </body></html>
 """

@@ -12,6 +12,10 @@ acceptance, response, lag). Hovering a chunk (in either) shows its details. The 
 ``report.html#viewer?run=<run id>&session=<session id>&chunk=<index>`` opens there (add ``&alone=1`` for the viewer
 alone on the page).
 
+With a talker run (``ticktock.tables.listen``), a session listened to ("· listen" in the session list) shows its
+track under the summary: the user's audio and the assistant's speech as placed by the run; a cursor on the timeline
+follows the playing time, and clicking the timeline seeks the track there.
+
 Example::
 
     >>> data = {"format": FORMAT, "chunk_columns": ["chunk_index"], "forward_columns": [], "runs": [], "sessions": 0,
@@ -123,8 +127,10 @@ def read_viewer_data(page: str) -> dict:
     return json.loads(match.group(1))
 
 
-def viewer_section(data: dict) -> str:
-    """The viewer's HTML: controls, the timeline, the details box and the chunk table, with ``data`` embedded."""
+def viewer_section(data: dict, tracks: str = "") -> str:
+    """The viewer's HTML: controls, the timeline, the details box and the chunk table, with ``data`` embedded;
+    ``tracks``: the audio elements of the sessions to listen to (``ticktock.tables.listen.tracks_markup``), shown
+    with their run and session, the timeline's cursor following the one shown."""
     shown, total = data.get("sessions", 0), data.get("total", 0)
     which = (f"all {total} sessions" if shown == total else
              f"{shown} of {total} sessions (the case studies' first, then the tasks in turn; "
@@ -136,7 +142,7 @@ def viewer_section(data: dict) -> str:
 <div class="tt-controls"><label>run <select id="tt-run"></select></label>
 <label>session <select id="tt-session"></select></label></div>
 <div id="tt-summary" class="meta"></div>
-<div class="tt-scroll"><svg id="tt-timeline" xmlns="http://www.w3.org/2000/svg"></svg></div>
+{tracks}<div class="tt-scroll"><svg id="tt-timeline" xmlns="http://www.w3.org/2000/svg"></svg></div>
 <div id="tt-details" class="tt-details">hover a chunk</div>
 <table id="tt-chunks"><thead></thead><tbody></tbody></table>
 <script type="application/json" id="{DATA_ID}">{embedded_json(data)}</script>
@@ -155,6 +161,8 @@ body.tt-alone > *:not(#viewer) { display: none; }
               white-space: pre-wrap; font-family: ui-monospace, monospace; }
 #tt-chunks tr.tt-on { background: #fff4d6; }
 #tt-chunks td.tt-text { font-family: ui-monospace, monospace; max-width: 28rem; }
+.tt-track { margin: .4rem 0; } .tt-track audio { width: 100%; max-width: 48rem; }
+.tt-track figcaption { font-size: .8rem; color: #555; } #tt-timeline.tt-seek { cursor: pointer; }
 """
 
 SCRIPT = r"""
@@ -167,6 +175,8 @@ SCRIPT = r"""
   const runSelect = document.getElementById("tt-run"), sessionSelect = document.getElementById("tt-session");
   const svg = document.getElementById("tt-timeline"), details = document.getElementById("tt-details");
   const table = document.getElementById("tt-chunks"), summary = document.getElementById("tt-summary");
+  const tracks = Array.from(document.querySelectorAll("#tt-listen .tt-track"));  // audio of some sessions
+  let audio = null, timelineStart = 0;  // the track of the session shown; the timeline's first ms
   const records = (rows, columns) => rows.map(row => Object.fromEntries(columns.map((c, i) => [c, row[i]])));
   const ms = v => v === null ? "–" : v.toFixed(1);
   function el(name, attrs, parent) {
@@ -212,6 +222,7 @@ SCRIPT = r"""
     const t0 = Math.min(...chunks.map(c => c.start_ms));
     const t1 = Math.max(...chunks.map(c => Math.max(c.deadline_ms, c.work_end_ms)));
     const x = t => 70 + (t - t0) / 1000 * PX;
+    timelineStart = t0;
     svg.setAttribute("width", x(t1) + 40); svg.setAttribute("height", 150);
     for (const [name, y] of [["audio", LANE.audio], ["idle window", LANE.window], ["post-audio", LANE.post]])
       el("text", {x: 4, y: y + 4}, svg).textContent = name;
@@ -244,7 +255,44 @@ SCRIPT = r"""
       el("title", {}, rect).textContent = `chunk ${f.chunk_index} ${f.phase} forward: ${ms(f.start_ms)}-${ms(f.end_ms)} ms, ` +
         `${f.query_tokens} query tokens, ${f.draft_tokens} draft tokens, ${f.tokens_committed} committed`;
     }
+    if (tracks.length) el("line", {id: "tt-cursor", x1: x(t0), x2: x(t0), y1: 4, y2: 116, stroke: "#d81b60",
+                                   "stroke-width": 2, visibility: "hidden"}, svg);
   }
+  function moveCursor() {  // the cursor at the shown track's playing time (ms from the session's start)
+    const cursor = document.getElementById("tt-cursor");
+    if (!cursor || !audio) return;
+    const at = 70 + (audio.currentTime * 1000 - timelineStart) / 1000 * PX, scroll = svg.parentElement;
+    cursor.setAttribute("x1", at); cursor.setAttribute("x2", at);
+    if (!audio.paused && (at < scroll.scrollLeft || at > scroll.scrollLeft + scroll.clientWidth - 40))
+      scroll.scrollLeft = Math.max(0, at - 100);
+  }
+  function showTrack(runId, sessionId) {  // the track of this run and session, if any; the others paused
+    audio = null;
+    for (const figure of tracks) {
+      const on = figure.dataset.run === runId && figure.dataset.session === sessionId;
+      const element = figure.querySelector("audio");
+      figure.hidden = !on;
+      if (on) audio = element; else element.pause();
+    }
+    const cursor = document.getElementById("tt-cursor");
+    if (cursor) cursor.setAttribute("visibility", audio ? "visible" : "hidden");
+    svg.classList.toggle("tt-seek", audio !== null);
+    moveCursor();
+  }
+  for (const figure of tracks) {
+    const element = figure.querySelector("audio");
+    for (const event of ["timeupdate", "seeked"])
+      element.addEventListener(event, () => { if (element === audio) moveCursor(); });
+    element.addEventListener("loadedmetadata", () => {  // said on the element: what the browser decoded
+      element.dataset.duration = element.duration.toFixed(3); element.dataset.ready = element.readyState; });
+  }
+  svg.addEventListener("click", event => {  // clicking the timeline seeks the track to that time
+    if (!audio) return;
+    const t = timelineStart + (event.clientX - svg.getBoundingClientRect().left - 70) / PX * 1000;
+    audio.currentTime = Math.min(Math.max(t / 1000, 0), Number.isFinite(audio.duration) ? audio.duration : Infinity);
+    moveCursor();
+  });
+  const hasTrack = (runId, sessionId) => tracks.some(f => f.dataset.run === runId && f.dataset.session === sessionId);
   const HEAD = ["chunk", "audio (s)", "user", "kind", "text", "forwards", "draft source", "accepted", "response (ms)",
                 "lag (ms)", "missed"];
   function drawTable(chunks) {
@@ -270,6 +318,7 @@ SCRIPT = r"""
                           `${forwards.filter(f => f.phase === "post_audio").length} post-audio forwards, ${misses} deadline misses`;
     drawTimeline(chunks, forwards);
     drawTable(chunks);
+    if (tracks.length) showTrack(run.run_id, session.session_id);
     const chosen = chunks.find(c => String(c.chunk_index) === String(chunkIndex));
     if (chosen) {
       details.textContent = describe(chosen); highlight(chosen.chunk_index);
@@ -283,13 +332,17 @@ SCRIPT = r"""
   }
   function fillSessions(runIndex, wanted) {
     sessionSelect.replaceChildren();
-    data.runs[runIndex].sessions.forEach((s, i) => option(sessionSelect, i, `${s.session_id} (${s.task})`));
+    const runId = data.runs[runIndex].run_id;
+    data.runs[runIndex].sessions.forEach((s, i) => option(sessionSelect, i, `${s.session_id} (${s.task})` +
+                                                          (hasTrack(runId, s.session_id) ? " · listen" : "")));
     const found = data.runs[runIndex].sessions.findIndex(s => s.session_id === wanted);
     sessionSelect.value = found >= 0 ? found : 0;
   }
   if (!data.runs.length) { summary.textContent = "no single-session runs to show"; return; }
   data.runs.forEach((r, i) => option(runSelect, i, `${r.decoder} · ${r.run_id} · ${r.setup}`));
   const state = hashState();
+  if (tracks.length && !state.run && !state.session)  // open on a session to listen to
+    Object.assign(state, {run: tracks[0].dataset.run, session: tracks[0].dataset.session});
   const start = Math.max(0, data.runs.findIndex(r => r.run_id === state.run));
   runSelect.value = start;
   fillSessions(start, state.session);
@@ -301,6 +354,14 @@ SCRIPT = r"""
     show(shownRun, Number(sessionSelect.value));
   });
   sessionSelect.addEventListener("change", () => show(Number(runSelect.value), Number(sessionSelect.value)));
+  for (const link of document.querySelectorAll(".tt-listen-link")) link.addEventListener("click", event => {
+    event.preventDefault();  // open the track's run and session
+    const runIndex = data.runs.findIndex(r => r.run_id === link.dataset.run);
+    if (runIndex < 0) return;
+    runSelect.value = shownRun = runIndex;
+    fillSessions(runIndex, link.dataset.session);
+    show(runIndex, Number(sessionSelect.value));
+  });
   show(start, Number(sessionSelect.value), state.chunk);
   if (state.alone === "1") document.body.classList.add("tt-alone");
   else if (state.run || state.session) document.getElementById("viewer").scrollIntoView();
