@@ -39,22 +39,12 @@ names and new optional arguments may be added. A change that breaks a plug-in wr
 ``API_VERSION`` and is listed in the changelog of the README. A plug-in may declare the version it was written
 for (``api_version = 1`` on its class); one that declares another version is refused before any work.
 
-Example (a decoder in a few lines: AR whose drafts repeat the last committed token)::
+Example (a plug-in imports only this module; a whole decoder in a few lines is the worked example of
+``ticktock.decoders.contract``, the same class with ``api_version = 1`` on it)::
 
-    >>> from dataclasses import dataclass
-    >>> from ticktock.api import Decoder, DecoderSettings, DraftTree, knob
-    >>> class Repeat(Decoder):
-    ...     api_version = 1
-    ...     @dataclass(frozen=True)
-    ...     class Settings(DecoderSettings):
-    ...         length: int = knob(2, int, minimum=1)
-    ...     def propose(self, step):
-    ...         tree = DraftTree()
-    ...         if step.output:
-    ...             tree.add_chain([step.output[-1]] * self.settings.length)
-    ...         return tree
-    >>> Repeat(name="repeat").settings.length
-    2
+    >>> from ticktock.api import API_VERSION, ENTRY_POINT_GROUPS
+    >>> API_VERSION, sorted(ENTRY_POINT_GROUPS)
+    (1, ['decoder', 'judge', 'model', 'talker'])
 """
 
 from __future__ import annotations

@@ -45,17 +45,10 @@ def whole_number(low: int, high: int | None = None, multiple: int = 1) -> Callab
     argparse.ArgumentTypeError: expected a whole number >= 1, got '-5'
     """
 
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < low or (high is not None and value > high) or value % multiple:
-            raise argparse.ArgumentTypeError(f"expected {whole_range(low, high, multiple)}, got {text!r}")
-        return value
+    def accepts(value: int) -> bool:
+        return value >= low and (high is None or value <= high) and not value % multiple
 
-    parse.__name__ = "whole number"
-    return parse
+    return _argument_type("whole number", int, accepts, whole_range(low, high, multiple))
 
 
 def real_range(low: float, high: float | None, above: bool = False) -> str:
@@ -79,15 +72,24 @@ def real_number(low: float, high: float | None = None, *, above: bool = False) -
     argparse.ArgumentTypeError: expected a finite number >= 0, got 'inf'
     """
 
-    def parse(text: str) -> float:
+    def accepts(value: float) -> bool:
+        return math.isfinite(value) and (value > low if above else value >= low) and (high is None or value <= high)
+
+    return _argument_type("finite number", float, accepts, real_range(low, high, above))
+
+
+def _argument_type(name: str, convert: Callable[[str], object], accepts: Callable, words: str) -> Callable[[str], object]:
+    """An argparse ``type`` named ``name``: ``convert(text)`` if it converts and ``accepts`` the value, else an
+    ``ArgumentTypeError`` saying ``expected <words>, got <text>``."""
+
+    def parse(text: str):
         try:
-            value = float(text)
+            value = convert(text)
         except ValueError:
-            value = math.nan
-        inside = math.isfinite(value) and (value > low if above else value >= low) and (high is None or value <= high)
-        if not inside:
-            raise argparse.ArgumentTypeError(f"expected {real_range(low, high, above)}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}")
         return value
 
-    parse.__name__ = "finite number"
+    parse.__name__ = name
     return parse

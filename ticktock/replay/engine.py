@@ -123,11 +123,12 @@ class ReplayEngine:
             chunk = ChunkTrace(span, step.output, self.adapter.protocol.kind_of(step.output), timing, wall_ms,
                                step.encode_wall_ms, carried, step.counters, arrived, injected.calls)
             trace.chunks.append(chunk)
-            arrived, budget = injected, timing.idle_budget_ms
+            arrived, talking_ms = injected, 0.0
             if self.speech is not None:
                 chunk.speech = self.speech.speak(self.clock, self.adapter, step.output, state.take_prepared_speech(i))
-                budget -= chunk.speech.talker_ms
-            carried = overrun(timing.idle_budget_ms - budget, timing.idle_budget_ms)
+                talking_ms = chunk.speech.talker_ms
+            budget = timing.idle_budget_ms - talking_ms
+            carried = overrun(talking_ms, timing.idle_budget_ms)  # the talker's work past the next arrival
             if budget > 0 and i + 1 < len(spans):
                 carried = self._idle(state, i + 1, spans[i + 1], budget, audio)
             if on_chunk is not None:
