@@ -63,6 +63,55 @@ def test_two_sessions_hand_computed_timeline():
     assert device.stats.busy_ms == pytest.approx(100.0 * (1 + 11 + 1 + 3 + 1 + 1))
 
 
+class PeekAfterWaiting(ARDecoder):
+    """In every idle window: wait until 600 ms of the next chunk's audio have arrived, then encode them (a peek)."""
+
+    def idle(self, window):
+        if window.wait_for_audio(600.0):
+            window.encode(window.arrived_audio(), peek=True)
+
+
+def test_a_waiting_lane_sleeps_while_the_other_session_runs_hand_computed():
+    # Forwards cost 300 ms, encodings 50; both sessions only listen (chunk: encode + 1 forward = 350 ms). A starts at
+    # 0, B at 500. Every idle window waits until 600 ms of its chunk have arrived, then peeks at them (50 ms).
+    # A: 0-600 asleep, 600-650 peek; chunk 0 1000-1350. Window 1350-2000 (350 ms of chunk 1 arrived): asleep until
+    #    1600, its peek waits for B's forward (1550-1850), runs 1850-1900; chunk 1 2000-2350; window asleep until 2600,
+    #    peek waits until 2850 (B's forward), 2850-2900; chunk 2 3000-3350.
+    # B: 500-1100 asleep; its peek waits for A's forward (1050-1350), runs 1350-1400; chunk 0 1500-1850; window asleep
+    #    until 2100, peek 2350-2400 (after A's forward); chunk 1 2500-2850; asleep until 3100, peek 3350-3400; chunk 2
+    #    3500-3850.
+    clock = ModeledClock(CostProfile.constant(300.0, encode_ms=50.0))
+    traces, device = replay_together([{}, {}], clock, stagger=500.0, decoder=PeekAfterWaiting)
+    A, B = traces["s0"].chunks, traces["s1"].chunks
+    for chunks in (A, B):
+        assert [c.timing.response_ms for c in chunks] == pytest.approx([350.0] * 3)
+        assert [c.counters.device_wait_ms for c in chunks] == [0.0] * 3  # post-audio work never waits for a sleeper
+        assert [c.counters.window_waited_ms for c in chunks] == pytest.approx([600.0, 250.0, 250.0])
+    assert [c.counters.window_used_ms for c in A] == pytest.approx([50.0, 300.0, 300.0])  # 250 of it waiting for B
+    assert [c.counters.window_used_ms for c in B] == pytest.approx([300.0, 300.0, 300.0])
+    assert device.now == pytest.approx(3850.0)
+    assert device.stats.sleeps == 6 and device.stats.draft_steps == 6 and device.stats.dropped_drafts == 0
+    assert device.stats.busy_ms == pytest.approx(2 * (3 * 50.0 + 3 * 350.0))
+    assert device.stats.draft_busy_ms == pytest.approx(300.0) and device.stats.post_audio_busy_ms == pytest.approx(2100.0)
+
+
+def test_a_waiting_lanes_work_is_dropped_when_its_window_closes_first():
+    # As above, but A speaks 4 tokens in chunk 1 (arrives 2000): 2000-2050 encode, forwards 2050-3250 (response 1250).
+    # B's window after its chunk 0 (1850-2500) sleeps until 2100; its peek waits behind A's post-audio forwards, and at
+    # 2650 (the first step end after 2500) it is dropped: B's chunk 1 (arrived 2500) then waits for A's last two
+    # forwards, 3250-3300 encode, 3300-3600 forward: response 1100, 750 of it waiting for the device.
+    clock = ModeledClock(CostProfile.constant(300.0, encode_ms=50.0))
+    traces, device = replay_together([{1: [SPEAK, 10, 11, EOS]}, {}], clock, stagger=500.0, decoder=PeekAfterWaiting)
+    A, B = traces["s0"].chunks, traces["s1"].chunks
+    assert A[1].timing.response_ms == pytest.approx(1250.0) and A[1].timing.missed_deadline
+    assert device.stats.dropped_drafts == 1
+    assert B[1].counters.window_waited_ms == pytest.approx(250.0)
+    assert B[1].counters.window_used_ms == pytest.approx(400.0)  # waiting for the device until the window closed
+    assert B[1].timing.response_ms == pytest.approx(1100.0)
+    assert B[1].counters.device_wait_ms == pytest.approx(750.0)
+    assert [c.output for c in B] == [[LISTEN]] * 3  # the dropped peek changed nothing
+
+
 def test_batched_post_audio_forwards_share_one_step():
     # Two sessions in lockstep (no stagger) speak 3 tokens in chunk 0: each step batches both sessions' forwards.
     script = {0: [SPEAK, 10, EOS]}
@@ -223,3 +272,73 @@ def test_a_start_time_the_device_cannot_reach_is_refused_never_looped_on(stagger
     assert re.fullmatch(r"slot [01]: session start: device time (nan|inf|1e\+300) ms is not a finite number of "
                         r"milliseconds from 0 to 1e\+13", str(error))
 
+
+
+@pytest.mark.parametrize("name", ["ar_prefill", "speclisten_stream"])
+def test_decoders_that_wait_for_audio_share_the_device_token_equal(name, fixture_adapter, small_manifest):
+    """Early prefill and partial-audio re-drafts sleep inside their idle windows (waiting lanes) while the device runs
+    the other sessions; their tokens still equal AR's alone."""
+    from ticktock.replay.runner import build, compose_run
+
+    assert fixture_adapter.causal_granularity_ms  # the fixture's front-end is causal: early prefill feeds pieces
+    sessions = load_manifest(small_manifest)
+    clock = ModeledClock(CostProfile.constant(40.0, encode_ms=30.0, encode_fixed_ms=5.0))
+    ar = ReplayEngine(fixture_adapter, ARDecoder(), clock, Sampling(), max_chunks=6)
+    want = {s.session_id: [c.output for c in ar.replay(s, _audio(s)).chunks] for s in sessions}
+    decoder_cfg = compose_run(name, "fixture", None, []).decoder
+    engines = [ReplayEngine(fixture_adapter.replica(), build(decoder_cfg), clock, Sampling(), max_chunks=6)
+               for _ in range(3)]
+    device, got, prefilled = SharedDevice(clock, ExpectedSavings()), {}, []
+
+    def keep(trace):
+        got[trace.session.session_id] = [c.output for c in trace.chunks]
+        prefilled.extend(c.counters.prefilled_ms for c in trace.chunks)
+
+    ConcurrentReplay(engines, device, ConcurrencySettings(sessions=3, stagger=300.0)).replay(sessions, _audio, keep)
+    assert got == want
+    assert device.stats.sleeps > 0  # the lanes did wait for audio inside their windows
+    if name == "ar_prefill":
+        assert max(prefilled) > 0  # and fed some of it early
+
+
+def test_batched_drafts_are_charged_by_the_profile_and_token_equal(fixture_adapter, small_manifest):
+    """With batching, draft forwards of sessions in their idle windows at the same moment run as one step, charged
+    from the profile's batch model; tokens stay those of each session alone."""
+    from ticktock.replay.runner import build, compose_run
+
+    sessions = load_manifest(small_manifest)
+    profile = CostProfile.constant(40.0, encode_ms=10.0, batch_factor=1.25)
+    clock = ModeledClock(profile)
+    decoder_cfg = compose_run("speclisten", "fixture", None, []).decoder
+    alone = ReplayEngine(fixture_adapter, build(decoder_cfg), clock, Sampling(), max_chunks=6)
+    want = {s.session_id: [c.output for c in alone.replay(s, _audio(s)).chunks] for s in sessions}
+    engines = [ReplayEngine(fixture_adapter.replica(), build(decoder_cfg), clock, Sampling(), max_chunks=6)
+               for _ in range(3)]
+    device, got, drafts = SharedDevice(clock, RoundRobin(), batching=True), {}, []
+
+    def keep(trace):
+        got[trace.session.session_id] = [c.output for c in trace.chunks]
+        drafts.extend(r for r in trace.forwards if r.phase == "draft")
+
+    ConcurrentReplay(engines, device, ConcurrencySettings(sessions=3, batching=True, stagger=0.0)).replay(
+        sessions, _audio, keep)
+    assert got == want
+    batched = [r for r in drafts if r.batch_size > 1]
+    assert device.stats.batched_draft_steps > 0 and batched
+    for record in batched:  # constant profile: forward_ms x batch_factor, whatever the shapes
+        assert record.charged_ms == pytest.approx(40.0 * 1.25)
+    assert device.stats.draft_busy_ms > 0
+
+
+def test_a_draft_policy_that_joins_nothing_runs_every_draft_alone(fixture_adapter, small_manifest):
+    from ticktock.replay.runner import build, compose_run
+
+    sessions = load_manifest(small_manifest)
+    clock = ModeledClock(CostProfile.constant(40.0, encode_ms=10.0, batch_factor=1.25))
+    decoder_cfg = compose_run("speclisten", "fixture", None, []).decoder
+    engines = [ReplayEngine(fixture_adapter.replica(), build(decoder_cfg), clock, Sampling(), max_chunks=4)
+               for _ in range(3)]
+    device, sizes = SharedDevice(clock, ExpectedSavings(batch_drafts=False), batching=True), []
+    ConcurrentReplay(engines, device, ConcurrencySettings(sessions=3, batching=True, stagger=0.0)).replay(
+        sessions, _audio, lambda trace: sizes.extend(r.batch_size for r in trace.forwards if r.phase == "draft"))
+    assert sizes and set(sizes) == {1} and device.stats.batched_draft_steps == 0 and device.stats.carried_drafts == 0

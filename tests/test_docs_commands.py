@@ -93,6 +93,9 @@ RULES: dict[str, Rule] = {
     "python -m ticktock.run decoder=speclisten_plus concurrency.sessions=4": Rule(LIMIT, TWO_SESSIONS),
     "python scripts/bench_concurrency.py --sessions 1,2,4,8":
         Rule(LIMIT, f"--per-task 1 --decoders speclisten_plus --policies expected_savings {TWO_SESSIONS}"),
+    "python scripts/bench_capacity.py --out results/capacity":
+        Rule(LIMIT, f"--per-task 1 --decoders ar,speclisten --batching false --limit 2 {TWO_SESSIONS}",
+             why="about 20 minutes for the whole search"),
     # docs/scale.md
     "python -m ticktock.run -m decoder=ar,speclisten hydra/launcher=joblib hydra.launcher.n_jobs=2":
         Rule(LIMIT, ONE_SESSION),

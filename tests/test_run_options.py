@@ -50,11 +50,14 @@ def config(manifest, *overrides, decoder="ar"):
     ("draft_policy.speech_dbfs=nan", "draft_policy.speech_dbfs: must be a number of dB full scale from -200 to 0, got nan"),
     ("draft_policy.speech_dbfs=20", "draft_policy.speech_dbfs: must be a number of dB full scale from -200 to 0, got 20"),
     ("+draft_policy.speed=2", "draft_policy.speed: unknown setting of ticktock.scheduling.expected_savings.ExpectedSavings "
-                              "(known: speech_dbfs, name)"),
+                              "(known: speech_dbfs, batch_drafts, carry_slowdown, name)"),
     ("draft_policy._target_=nope.Nope", "draft_policy._target_: cannot import 'nope.Nope' (no module named 'nope')"),
     ("decoder._target_=ticktock.decoders.ar.Nope",
      "decoder._target_: cannot import 'ticktock.decoders.ar.Nope' (ticktock.decoders.ar has no attribute 'Nope')"),
-    ("+clock.speed=2", "clock.speed: unknown setting of ticktock.clocks.modeled.ModeledClock (known: profile, synchronize)"),
+    ("+clock.speed=2", "clock.speed: unknown setting of ticktock.clocks.modeled.ModeledClock (known: profile, synchronize, "
+                       "encode_scale)"),
+    ("clock.encode_scale=0", "clock.encode_scale: must be a finite number > 0 and <= 100 (the factor on the cost profile's "
+                             "audio-encoding costs; 1: as profiled), got 0"),
     ("+decoder.prefill_every_ms=1e300", "decoder.prefill_every_ms: must be a number from 1.0 to 60000.0, got 1e+300"),
     ("+model.context_evict_to=nan", "model.context_evict_to: must be a number between 0 and 1 (the share of the context "
                                    "kept after an eviction), got nan"),

@@ -1,6 +1,10 @@
+import re
+
 import pytest
 
+from ticktock.clocks.base import ENCODE, FORWARD, DeviceWork
 from ticktock.clocks.modeled import CostProfile, ModeledClock, ProfileError
+from ticktock.errors import ConfigError, shown
 from ticktock.replay.resources import resource_path
 
 
@@ -110,3 +114,55 @@ def test_an_unreadable_cost_profile_is_one_line_naming_the_file(tmp_path, text, 
     path.write_bytes(text)
     with pytest.raises(ProfileError, match=message):
         CostProfile.load(path)
+
+
+class _Device:
+    """An adapter stand-in: the device barrier of ``Stopwatch.run``."""
+
+    def synchronize(self):
+        pass
+
+
+def test_encode_scale_scales_every_encoding_and_nothing_else():
+    profile = CostProfile.constant(20.0, encode_ms=85.0, encode_fixed_ms=16.5, batch_factor=1.5)
+    half = ModeledClock(profile, encode_scale=0.5).stopwatch()
+    assert half.charge_encode(wall_ms=1.0) == 42.5  # a whole chunk: 85 ms as profiled
+    assert half.charge_encode(1.0, fraction=0.2) == pytest.approx(15.1)  # a piece: (16.5 + 68.5 x 0.2) / 2
+    assert half.charge_forward(4, 100, wall_ms=1.0) == 20.0
+    assert half.charge_batch([(1, 0), (1, 0)], wall_ms=1.0) == 30.0
+    assert half.charge_priced(7.0, wall_ms=1.0) == 7.0  # a talker's work: its own price
+    assert half.elapsed_ms() == pytest.approx(42.5 + 15.1 + 20.0 + 30.0 + 7.0)
+    # the path a session (alone or on a shared device) takes: Stopwatch.run of the work
+    watch = ModeledClock(profile, encode_scale=0.25).stopwatch()
+    encoded = watch.run(DeviceWork(ENCODE, lambda: "features", _Device()))
+    forward = watch.run(DeviceWork(FORWARD, lambda: "logits", _Device(), query_tokens=1, context_tokens=0))
+    assert (encoded.charged_ms, forward.charged_ms) == (21.25, 20.0)
+    assert ModeledClock(profile).stopwatch().charge_encode(1.0) == 85.0
+
+
+def test_encode_scale_is_described_only_when_it_is_not_one():
+    profile = CostProfile("p", [1], [0], [[10.0]], encode_ms=5.0, model="8B", device="A100", provenance="derived")
+    plain = {"name": "modeled", "profile": "p", "profile_model": "8B", "profile_device": "A100",
+             "profile_provenance": "derived"}
+    assert ModeledClock(profile).describe() == plain
+    assert ModeledClock(profile, encode_scale=1).describe() == plain
+    assert ModeledClock(profile, encode_scale=0.25).describe() == {**plain, "encode_scale": 0.25}
+
+
+@pytest.mark.parametrize("value", [0, -0.5, 100.5, float("nan"), float("inf"), True, "half", None])
+def test_a_bad_encode_scale_is_one_line_naming_the_key_value_and_range(value):
+    with pytest.raises(ConfigError, match=r"^clock\.encode_scale: must be a finite number > 0 and <= 100 \(.*\), got "
+                                          + re.escape(shown(value)) + "$"):
+        ModeledClock(CostProfile.constant(10.0), encode_scale=value)
+    assert ModeledClock(CostProfile.constant(10.0), encode_scale=100).encode_scale == 100.0
+
+
+def test_the_run_config_sets_encode_scale_and_checks_it_before_any_work():
+    from ticktock.replay.runner import build, check_run_options, compose_run
+
+    assert compose_run("ar", "fixture", None, []).clock.encode_scale == 1.0
+    cfg = compose_run("ar", "fixture", None, ["clock.encode_scale=0.25"])
+    check_run_options(cfg)
+    assert build(cfg.clock).describe()["encode_scale"] == 0.25
+    with pytest.raises(ProfileError, match=r"clock\.encode_scale: must be a finite number > 0 and <= 100 .*got 0$"):
+        check_run_options(compose_run("ar", "fixture", None, ["clock.encode_scale=0"]))

@@ -72,3 +72,45 @@ def test_the_replying_session_gets_the_idle_device_first():
     assert replying.window_used_ms == 400.0 and listening.window_used_ms == 600.0
     replying_rr, listening_rr = windows_of_the_replying_session(RoundRobin())
     assert replying_rr.window_used_ms == 600.0  # drafts alternate: s0 s1 s0 s1 s0 s1 from 1400
+
+
+def _candidate(slot, closes, hypothesis=(), reply_open=False, dbfs=-80.0, order=None, next_arrival=float("inf"),
+               purpose="draft"):
+    from ticktock.scheduling.base import DraftCandidate
+
+    return DraftCandidate(slot, closes, 1, hypothesis, reply_open, dbfs, 7, order if order is not None else slot,
+                          step_ms=20.0, next_arrival_ms=next_arrival, purpose=purpose)
+
+
+def test_drafts_join_a_draft_step_in_rank_order_while_their_windows_and_the_next_arrival_allow():
+    from ticktock.scheduling.expected_savings import ExpectedSavings
+
+    policy = ExpectedSavings()
+    step_ms = lambda joined: 20.0 + 5.0 * len(joined)  # noqa: E731 - each joined forward adds 5 ms
+    replying = _candidate(1, 500.0, (5, 9), reply_open=True, next_arrival=130.0)
+    quiet = _candidate(2, 500.0, next_arrival=130.0)
+    closing = _candidate(3, 122.0, (5,), reply_open=True, next_arrival=130.0)  # its window closes too soon
+    joined = policy.join([quiet, closing, replying], now_ms=100.0, step_ms=step_ms, post_audio=False)
+    # replying: 100 + 25 <= 130; closing: 100 + 30 > 122; quiet: 100 + 30 <= 130
+    assert [c.slot for c in joined] == [1, 2]
+    late = policy.join([quiet], now_ms=110.0, step_ms=step_ms, post_audio=False)  # 110 + 25 > 130 (and > 110 + 20)
+    assert late == []
+
+
+def test_a_post_audio_step_carries_valuable_drafts_only_while_they_cost_little():
+    from ticktock.scheduling.expected_savings import ExpectedSavings
+
+    step_ms = lambda joined: 100.0 + 4.0 * len(joined)  # noqa: E731
+    drafts = [_candidate(s, 900.0, (5,), reply_open=True, order=s) for s in range(1, 5)] + [_candidate(9, 900.0)]
+    joined = ExpectedSavings(carry_slowdown=0.1).join(drafts, now_ms=0.0, step_ms=step_ms, post_audio=True)
+    assert [c.slot for c in joined] == [1, 2]  # 108 <= 110 < 112; the quiet tier-4 draft never rides along
+    assert ExpectedSavings(batch_drafts=False).join(drafts, 0.0, step_ms, True) == []
+
+
+def test_early_prefill_ranks_first():
+    from ticktock.scheduling.expected_savings import ExpectedSavings
+
+    policy = ExpectedSavings()
+    prefill = _candidate(2, 900.0, purpose="prefill")
+    calling = _candidate(1, 950.0, (7, 9))
+    assert policy.choose([calling, prefill], 0.0).slot == 2

@@ -1,15 +1,16 @@
 """Figure 4c (speedup versus N concurrent sessions) on hand-made runs, and concurrency runs kept out of the
 tables of one session at a time."""
 
+import json
 import math
 
 import pytest
-from table_runs import chunk, concurrency, write_run
+from table_runs import MODELED, chunk, concurrency, write_run
 
 from ticktock.tables import build_report, build_tables, load_results
 from ticktock.tables.analysis import fig4c_data, fig4c_table
 from ticktock.tables.compute import latency_table, max_lag_table, speak_speedup_table, tool_speedup_table
-from ticktock.tables.figures import fig4c_lines, write_figures
+from ticktock.tables.figures import fig4c_lines, utilisation_bars, write_figures
 
 N4 = concurrency(4)
 N4_BATCHED = concurrency(4, batching=True)
@@ -146,9 +147,9 @@ def test_concurrency_runs_never_leak_into_the_single_session_tables(both):
     mixed = build_tables(load_results([str(both / "all")]))
     alone = build_tables(load_results([str(both / "alone")]))
     keys = [t.key for t in mixed.tables]
-    assert keys == [t.key for t in alone.tables] and "fig4c_concurrency" in keys
+    assert keys == [t.key for t in alone.tables] and "fig4c_concurrency" in keys and "capacity" in keys
     for got, want in zip(mixed.tables, alone.tables):
-        if got.key == "fig4c_concurrency":
+        if got.key in ("fig4c_concurrency", "capacity"):  # the two tables of every N
             continue
         assert got.frame.equals(want.frame), got.key
         assert (got.notes, got.failures, got.provenance) == (want.notes, want.failures, want.provenance), got.key
@@ -205,3 +206,103 @@ def test_no_concurrency_runs_no_figure(tmp_path):
     built = build_tables(results)
     assert built.fig4c.empty and next(t for t in built.tables if t.key == "fig4c_concurrency").frame.empty
     assert write_figures(built.fig4a, built.fig4b, tmp_path, built.fig4c) == [tmp_path / "fig4a_forwards_by_length.png"]
+
+
+# ---------------------------------------------------------------- where the shared device's time went
+
+def device_times(span, post_audio, draft, talker, idle):
+    """run.json shared_device as the runner writes it (one invocation), with the device's times."""
+    record = {"steps": 10, "span_ms": span, "busy_ms": span - idle, "post_audio_busy_ms": post_audio,
+              "draft_busy_ms": draft, "talker_busy_ms": talker, "idle_ms": idle}
+    return {**record, "invocations": [dict(record)]}
+
+
+def with_shared_device(folder, shared):
+    """Give a written run's run.json a ``shared_device`` record."""
+    path = folder / "run.json"
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, "shared_device": shared}))
+    return folder
+
+
+def test_fig4c_says_where_the_device_time_went(both):
+    all_runs = both / "all"
+    with_shared_device(all_runs / "ar_n4", device_times(1000.0, 600.0, 0.0, 100.0, 300.0))
+    with_shared_device(all_runs / "sl_n4_es", device_times(1000.0, 300.0, 450.0, 50.0, 200.0))
+    resumed = device_times(400.0, 100.0, 100.0, 0.0, 200.0)  # two invocations, summed as runjson sums them
+    second = {"span_ms": 600.0, "busy_ms": 450.0, "post_audio_busy_ms": 200.0, "draft_busy_ms": 250.0,
+              "talker_busy_ms": 0.0, "idle_ms": 150.0}
+    with_shared_device(all_runs / "sl_n4_rr", {**{k: resumed[k] + second[k] for k in second}, "steps": 20,
+                                               "invocations": [resumed["invocations"][0], second]})
+    data = fig4c_data(load_results([str(all_runs)])).set_index("label")
+    shares = ["post-audio %", "drafting %", "talker %", "idle %", "device busy %"]
+    assert data.loc["ar, expected_savings", shares].tolist() == [0.6, 0.0, 0.1, 0.3, 0.7]
+    assert data.loc["speclisten, expected_savings", shares].tolist() == [0.3, 0.45, 0.05, 0.2, 0.8]
+    assert data.loc["speclisten, round_robin", shares].tolist() == [0.3, 0.35, 0.0, 0.35, 0.65]
+    # one session alone has no shared device; the batched runs did not record it: NaN, never 0
+    assert data.loc[["ar", "speclisten", "ar, expected_savings, +batching"], shares].isna().all().all()
+
+    table = fig4c_table(load_results([str(all_runs)]))
+    assert list(table.frame.columns)[-7:] == [*shares, "sessions", "chunks"]
+    shown = table.formatted().set_index("decoder")
+    assert shown.loc["speclisten, expected_savings", shares].tolist() == ["30.0%", "45.0%", "5.0%", "20.0%", "80.0%"]
+    assert shown.loc["speclisten", "idle %"] == "–"
+    assert any(n.startswith("device time, as shares of the device's span (run.json shared_device span_ms") for n in table.notes)
+
+    (both / "fig").mkdir()
+    data = fig4c_data(load_results([str(all_runs)]))
+    assert utilisation_bars(data).to_dict("records") == [
+        {"bar": "N=4\nar, expected_savings", "post-audio": 0.6, "drafting": 0.0, "talker": 0.1, "idle": 0.3},
+        {"bar": "N=4\nspeclisten, expected_savings", "post-audio": 0.3, "drafting": 0.45, "talker": 0.05, "idle": 0.2},
+        {"bar": "N=4\nspeclisten, round_robin", "post-audio": 0.3, "drafting": 0.35, "talker": 0.0, "idle": 0.35}]
+    paths = write_figures(data.iloc[:0], data.iloc[:0], both / "fig", data)
+    assert [p.name for p in paths] == ["fig4c_concurrency.png"] and paths[0].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_fig4c_device_time_of_runs_that_did_not_record_it_is_nan(both):
+    all_runs = both / "all"
+    old = {"steps": 10, "post_audio_steps": 6, "draft_steps": 4, "busy_ms": 700.0}  # before span_ms and the rest
+    with_shared_device(all_runs / "ar_n4", {**old, "invocations": [dict(old)]})
+    # a resumed run whose first invocation predates them: its sums would cover part of the run only
+    new = device_times(1000.0, 300.0, 450.0, 50.0, 200.0)
+    with_shared_device(all_runs / "sl_n4_es", {**new, "invocations": [dict(old), new["invocations"][0]]})
+    results = load_results([str(all_runs)])
+    data = fig4c_data(results)
+    shares = ["post-audio %", "drafting %", "talker %", "idle %", "device busy %"]
+    assert data[shares].isna().all().all()
+    assert utilisation_bars(data).empty
+    table = fig4c_table(results)
+    assert not set(shares) & set(table.frame.columns)  # no column of dashes only
+    assert any(n.startswith("device time (post-audio %, drafting %, talker %, idle %): not recorded by these runs")
+               for n in table.notes)
+
+
+# ---------------------------------------------------------------- the audio-encoding what-if (clock.encode_scale)
+
+def test_runs_that_differ_only_by_encode_scale_are_two_setups(tmp_path):
+    scaled = {**MODELED, "encode_scale": 0.25}
+    write_run(tmp_path / "ar_n4", "ar", rows((800.0, 800.0), 4000.0), sharing=N4)
+    write_run(tmp_path / "ar_n4_q", "ar", rows((400.0, 400.0), 2000.0), sharing=N4, clock=scaled)
+    write_run(tmp_path / "sl_n4_q", "speclisten", rows((100.0, 100.0), 200.0), sharing=N4, clock=scaled)
+    results = load_results([str(tmp_path)])  # the same chunks in each run: one setup would overlap
+    assert sorted((c.decoder, c.setup.encode_scale) for c in results.cells) == [
+        ("ar", 0.25), ("ar", 1.0), ("speclisten", 0.25)]
+    assert len(results.setups()) == 2 and len({s.clock for s in results.setups()}) == 1
+    data = fig4c_data(results)
+    sl = data[data["decoder"] == "speclisten"].iloc[0]
+    assert (sl["encode scale"], sl["speak speedup"], sl["tool speedup"]) == (0.25, 4.0, 10.0)  # over AR at 0.25
+    assert "(encode cost x0.25)" in sl["group"]
+    table = fig4c_table(results)
+    assert table.formatted()["encode scale"].tolist() == ["0.25", "0.25", "1.0"]
+    assert any("every audio encoding charged 0.25 times the profile's cost" in n for n in table.notes)
+    assert any(p.startswith("clock modeled:test-profile (encode cost x0.25): modeled from cost profile test-profile")
+               for p in table.provenance)
+    assert "encode scale" in speak_speedup_table(results).frame.columns
+
+
+def test_runs_without_encode_scale_are_scaled_by_one_and_shown_as_before(both):
+    results = load_results([str(both / "all")])
+    assert {c.setup.encode_scale for c in results.cells} == {1.0}
+    table = fig4c_table(results)
+    assert "encode scale" not in table.frame.columns
+    assert not any("encode" in line for line in [*table.notes, *table.provenance])

@@ -44,7 +44,9 @@ class DeviceWork:
     forwards as one batched step (``ticktock.replay.device``). ``hypothesis`` is what a draft forward extends
     (the tokens of the hypothesis so far; empty for post-audio work): a draft scheduler may read it. An
     encoding says ``audio_fraction``, the share of its chunk's audio it encodes (1 for a whole chunk; less for
-    a piece encoded as it arrives: ``IdleWindow.prefill_arrived``). Other work (a talker's synthesis, ``TALK``) says
+    a piece encoded as it arrives: ``IdleWindow.prefill_arrived``). ``early_prefill``: idle-window work that feeds
+    arrived audio into the cache (an encoding or forward of early prefill: work the chunk's post-audio pass would
+    otherwise do; a shared device's draft policy may favour it). Other work (a talker's synthesis, ``TALK``) says
     its own price: ``priced(result)`` is the milliseconds it costs (from a talker cost entry), or None to charge the
     measured time (under the wall clock).
     """
@@ -58,6 +60,7 @@ class DeviceWork:
     hypothesis: tuple[int, ...] = field(default_factory=tuple)
     audio_fraction: float = 1.0
     priced: Callable[[Any], float | None] | None = None
+    early_prefill: bool = False
 
 
 class WindowClosed(Exception):
@@ -149,6 +152,11 @@ class Clock(ABC):
 
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
         """What a forward is expected to cost before it runs (a cost profile knows; a wall clock does not: None)."""
+        return None
+
+    def estimate_batch_ms(self, shapes: list[tuple[int, int]]) -> float | None:
+        """What one batched step of forwards, given as (query, context) tokens, is expected to cost (a cost profile with
+        a batch dimension knows; None otherwise)."""
         return None
 
     def talker_cost(self, name: str):

@@ -41,6 +41,11 @@ less than its costliest forward alone) times the factor for B (linear between th
 factor beyond them). ``ticktock calibrate``
 measures the factors; a profile without them cannot charge batched steps.
 
+The clock's one option besides its profile, ``clock.encode_scale`` (``configs/clock/modeled.yaml``, default 1), is a
+what-if: every audio-encoding charge (a whole chunk or a piece, ``CostProfile.encode_cost_ms``) is multiplied by it,
+forwards and talkers are charged as the profile says. The shipped profile's encoding cost is derived, not measured,
+and it decides where a shared device saturates: replaying at 0.25, 0.5 and 1 shows how much that matters.
+
 Example::
 
     >>> p = CostProfile("p", [1, 11], [0, 1000], [[10.0, 12.0], [15.0, 17.0]], encode_ms=3.0)
@@ -62,7 +67,8 @@ from ticktock.errors import ConfigError, shown
 
 
 class ProfileError(ConfigError, ValueError):
-    """A cost profile file is missing or malformed (the message names the file and field)."""
+    """A cost profile file is missing or malformed (the message names the file and field), or the modeled clock's
+    ``clock.encode_scale`` is not allowed (the message names the key)."""
 
 
 MAX_COST_MS = 3_600_000.0  # one hour per forward or encoding
@@ -449,9 +455,10 @@ def _line_of(node, keys: tuple) -> int:
 
 
 class ModeledStopwatch(Stopwatch):
-    def __init__(self, profile: CostProfile):
+    def __init__(self, profile: CostProfile, encode_scale: float = 1.0):
         super().__init__()
         self.profile = profile
+        self.encode_scale = encode_scale
         self.total = 0.0
 
     def elapsed_ms(self) -> float:
@@ -466,7 +473,7 @@ class ModeledStopwatch(Stopwatch):
         return cost
 
     def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
-        cost = self.profile.encode_cost_ms(fraction)
+        cost = self.profile.encode_cost_ms(fraction) * self.encode_scale
         self.total += cost
         return cost
 
@@ -482,24 +489,68 @@ class ModeledStopwatch(Stopwatch):
         return cost_ms
 
 
+MAX_ENCODE_SCALE = 100.0  # clock.encode_scale: beyond a hundredfold the what-if is a typo, not a question
+
+
 class ModeledClock(Clock):
-    """Charges each forward from ``profile`` (a CostProfile or a path to its YAML)."""
+    """Charges each forward from ``profile`` (a CostProfile or a path to its YAML), and each audio encoding from it
+    times ``encode_scale`` (a what-if, see the module docstring; checked: ``encode_scale_problem``).
+
+    Example::
+
+        >>> clock = ModeledClock(CostProfile.constant(forward_ms=20.0, encode_ms=8.0), encode_scale=0.5)
+        >>> watch = clock.stopwatch()
+        >>> watch.charge_encode(wall_ms=1.0), watch.charge_forward(4, 100, wall_ms=1.0)
+        (4.0, 20.0)
+        >>> clock.describe()["encode_scale"], "encode_scale" in ModeledClock(clock.profile).describe()
+        (0.5, False)
+        >>> ModeledClock(clock.profile, encode_scale=0)
+        Traceback (most recent call last):
+        ...
+        ticktock.clocks.modeled.ProfileError: clock.encode_scale: must be a finite number > 0 and <= 100 (the factor on the cost profile's audio-encoding costs; 1: as profiled), got 0
+    """
 
     name = "modeled"
 
-    def __init__(self, profile: CostProfile | str | Path, synchronize=None):
+    def __init__(self, profile: CostProfile | str | Path, synchronize=None, encode_scale: float = 1.0):
+        problem = encode_scale_problem(encode_scale)
+        if problem:
+            raise ProfileError(f"clock.encode_scale: {problem}")
+        self.encode_scale = float(encode_scale)
         self.profile = profile if isinstance(profile, CostProfile) else CostProfile.load(profile)
 
     def stopwatch(self, window_ms: float | None = None) -> ModeledStopwatch:
-        return ModeledStopwatch(self.profile)
+        return ModeledStopwatch(self.profile, self.encode_scale)
 
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float:
         return self.profile.forward_ms(query_tokens, context_tokens)
+
+    def estimate_batch_ms(self, shapes: list[tuple[int, int]]) -> float | None:
+        return self.profile.batch_forward_ms(shapes) if self.profile.batches else None
 
     def talker_cost(self, name: str):
         return self.profile.talker_cost(name)
 
     def describe(self) -> dict:
+        """The clock for run.json (``clock``): its profile's name, model, device and provenance, and ``encode_scale``
+        only when it is not 1 (so a run as profiled is described as before the option existed)."""
         p = self.profile
+        scaled = {"encode_scale": self.encode_scale} if self.encode_scale != 1.0 else {}
         return {"name": self.name, "profile": p.name, "profile_model": p.model, "profile_device": p.device,
-                "profile_provenance": p.provenance}
+                "profile_provenance": p.provenance, **scaled}
+
+
+def encode_scale_problem(value) -> str | None:
+    """What is wrong with a ``clock.encode_scale`` value (None: nothing): it must be a finite number > 0 and at most
+    ``MAX_ENCODE_SCALE``.
+
+    >>> encode_scale_problem(0.25) is None, encode_scale_problem(1) is None
+    (True, True)
+    >>> encode_scale_problem("half")
+    "must be a finite number > 0 and <= 100 (the factor on the cost profile's audio-encoding costs; 1: as profiled), got 'half'"
+    """
+    if (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+            and 0 < value <= MAX_ENCODE_SCALE):
+        return None
+    return (f"must be a finite number > 0 and <= {MAX_ENCODE_SCALE:g} (the factor on the cost profile's "
+            f"audio-encoding costs; 1: as profiled), got {shown(value)}")

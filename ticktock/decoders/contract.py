@@ -179,10 +179,5 @@ class Decoder:
             window.prefill_arrived()
             window.follow_audio(self.settings.prefill_every_ms, window.prefill_arrived)
 
-    @property
-    def waits_for_audio(self) -> bool:
-        """True when the decoder lets time pass in idle windows waiting for audio (``IdleWindow.wait_for_audio``)."""
-        return self.settings.early_prefill
-
     def describe(self) -> dict:
         return {"name": self.name, **asdict(self.settings)}

@@ -41,6 +41,7 @@ class ForwardRecord:
 
 POST_AUDIO = "post_audio"
 DRAFT = "draft"
+EARLY_PREFILL = "early_prefill"  # the forward log's label of an idle window's feed of arrived audio
 
 
 @dataclass

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ticktock.clocks.base import Stopwatch
-from ticktock.decoders.counters import DRAFT
+from ticktock.clocks.base import Stopwatch, WindowClosed
+from ticktock.decoders.counters import DRAFT, EARLY_PREFILL
 from ticktock.decoders.step import ChunkInputs, ChunkStep, Phase
 
 
@@ -143,11 +143,15 @@ class IdleWindow(Phase):
         if upto <= inputs.prefilled_samples:
             return 0
         samples = self.arrived_audio(inputs.prefilled_samples)[: upto - inputs.prefilled_samples]
-        embeds = self.encode(samples, fraction=len(samples) / self.next_samples)
-        start = self.adapter.cache_length
-        segments = [inputs.head, embeds] if inputs.head_fed_at is None else [embeds]
-        length = sum(self.adapter.segment_length(s) for s in segments)
-        self.forward(segments, logits_from=length, phase="early_prefill")
+        start, before = self.adapter.cache_length, self.adapter.snapshot()
+        try:
+            embeds = self.encode(samples, fraction=len(samples) / self.next_samples, early_prefill=True)
+            segments = [inputs.head, embeds] if inputs.head_fed_at is None else [embeds]
+            length = sum(self.adapter.segment_length(s) for s in segments)
+            self.forward(segments, logits_from=length, phase=EARLY_PREFILL)
+        except WindowClosed:  # a shared device: the chunk's audio arrived first; the post-audio pass feeds it all
+            self.adapter.restore(before)  # the front-end may have encoded the piece already
+            return 0
         if inputs.head_fed_at is None:
             inputs.head_fed_at = start
         inputs.prefilled_samples = upto

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from ticktock.adapters.base import ModelAdapter, Segment, TreeLayout
 from ticktock.clocks.base import ENCODE, FORWARD, DeviceWork, Stopwatch
-from ticktock.decoders.counters import DRAFT, POST_AUDIO, ChunkCounters, ForwardRecord
+from ticktock.decoders.counters import DRAFT, EARLY_PREFILL, POST_AUDIO, ChunkCounters, ForwardRecord
 from ticktock.decoders.trees import DraftTree, Verification, tree_layout
 
 
@@ -79,7 +79,8 @@ class Phase:
         context = adapter.cache_length
         query = sum(adapter.segment_length(s) for s in segments)
         work = DeviceWork(FORWARD, lambda: adapter.forward(segments, tree, logits_from), adapter, query, context,
-                          call=(segments, tree, logits_from), hypothesis=self._hypothesis())
+                          call=(segments, tree, logits_from), hypothesis=self._hypothesis(),
+                          early_prefill=phase == EARLY_PREFILL)
         done = self.stopwatch.run(work)
         self.state.forwards.append(ForwardRecord(self.chunk_index, phase or self.phase_name, query, context,
                                                  done.wall_ms, done.charged_ms, 0, draft_tokens, tree is not None,
@@ -90,12 +91,13 @@ class Phase:
     def _hypothesis(self) -> tuple[int, ...]:
         return ()
 
-    def encode(self, samples, peek: bool = False, fraction: float = 1.0):
+    def encode(self, samples, peek: bool = False, fraction: float = 1.0, early_prefill: bool = False):
         """Encode audio through this phase's stopwatch (``peek``: without advancing the front-end); ``fraction``:
-        the share of the chunk's audio it is (what a cost profile charges for a piece: ``encode_fixed_ms``)."""
+        the share of the chunk's audio it is (what a cost profile charges for a piece: ``encode_fixed_ms``);
+        ``early_prefill``: the encoding feeds arrived audio into the cache before the chunk is complete."""
         adapter = self.adapter
         work = DeviceWork(ENCODE, lambda: adapter.peek_audio(samples) if peek else adapter.encode_audio(samples), adapter,
-                          audio_fraction=fraction)
+                          audio_fraction=fraction, early_prefill=early_prefill)
         done = self.stopwatch.run(work)
         self.encode_wall_ms += done.wall_ms
         if self.phase_name == POST_AUDIO:

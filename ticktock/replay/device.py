@@ -1,30 +1,35 @@
 """One device shared by several live sessions: a discrete-event scheduler over their device work.
 
 A production voice service replays many sessions on one GPU. Here every live session runs the ordinary
-replay loop (``ReplayEngine.replay``) in a thread of its own, but only one thread runs at a time (a baton):
-a session runs its decoder's host-side code until it needs the device (a forward or an audio encoding) or
-needs time to pass (its next chunk's audio), then the scheduler's loop takes over, in that same thread
-while no other session is ready to run (so a session whose work comes next carries on without a thread
-switch), else control passes to the next session that may run. When every session is waiting, the
-scheduler picks the next **device step**:
+replay loop (``ReplayEngine.replay``) as a greenlet (a coroutine with its own stack, switched explicitly, in one
+OS thread) driven by the scheduler's loop. A session runs its decoder's host-side code until it needs the device (a
+forward, an audio encoding, a talker's synthesis) or needs time to pass (its next chunk's audio, or, inside an
+idle window, more of that audio: early prefill and partial-audio re-drafts *wait* for it), then the scheduler's
+loop takes over, in that same greenlet while no other session is ready to run (so a session whose work comes next
+carries on without a switch), else control passes straight to the next session that may run. Nothing here is a
+thread: a switch costs microseconds, not an OS thread hand-off. When every session is waiting, the scheduler
+picks the next **device step**:
 
 1. **post-audio work first**, earliest chunk arrival first (ties: lower slot); a talker's synthesis of a committed
    chunk's text (``ticktock.replay.speech_out``) counts as post-audio work;
-2. **idle work** (draft forwards) only when no post-audio work is waiting, and only for sessions whose
-   next audio has not arrived; which session drafts is the draft policy's choice (``ticktock.scheduling``),
-   and it may leave the device idle instead. Draft work still waiting when its session's next audio arrives
-   is dropped: the decoder gets ``WindowClosed`` (a forward that has started always completes; if it ends
-   after the arrival, the overrun is carried into that chunk as for a session alone);
-3. otherwise time jumps to the next arrival (or session start).
+2. **idle work** (draft forwards, early prefill, speculative synthesis) only when no post-audio work is waiting, and
+   only for sessions whose next audio has not arrived; which session works is the draft policy's choice
+   (``ticktock.scheduling``), and it may leave the device idle instead. Idle work still waiting when its session's
+   next audio arrives is dropped: the decoder gets ``WindowClosed`` (a forward that has started always completes;
+   if it ends after the arrival, the overrun is carried into that chunk as for a session alone);
+3. otherwise time jumps to the next wake-up: a chunk's arrival, a session's start, or the moment a session waiting
+   inside its idle window asked to wake (a **waiting lane**: it sleeps until then while the device runs others).
 
 Each step runs at the device time ``now`` and takes its cost on the run's clock: under ``clock=modeled``
 the cost profile's charge (a deterministic simulation: the same config gives the same parquet), under
 ``clock=wall`` the measured, device-synchronised time of the work (host-side decoder code between forwards
 is assumed to overlap other sessions' device work, as it does on a GPU). With ``batching``, the post-audio
-forwards of every session waiting in step 1 run as one step (up to ``max_batch``): under the modeled
-clock charged from the profile's batch model (``CostProfile.batch_forward_ms``) and executed one after
-another (so tokens stay exactly those of a session alone); under the wall clock really batched where the
-adapter can (``ModelAdapter.forward_many``).
+forwards of every session waiting in step 1 run as one step (up to ``max_batch``), and the draft policy may let
+waiting draft forwards of other sessions join a step (``DraftPolicy.join``: a draft step batches drafts of several
+sessions; a post-audio step may carry drafts along). A batched step is charged from the profile's batch model
+(``CostProfile.batch_forward_ms``) and executed one forward after another under the modeled clock (so tokens stay
+exactly those of a session alone), and really batched under the wall clock where the adapter can
+(``ModelAdapter.forward_many``).
 
 Device times are float milliseconds, finite and at most ``MAX_DEVICE_MS`` (a lane's start, every arrival,
 every step's end): the scheduler refuses anything else with a ``DeviceTimeError`` rather than loop on it (an
@@ -35,7 +40,8 @@ manifest chunks and durations bounded by ``ticktock.sessions.manifest``).
 A session's times follow from the device's: the stopwatch of a post-audio phase opens when the session
 is ready and its audio has arrived and reads ``now`` minus that moment, so the lag recursion of
 ``ticktock.replay.timeline`` (and the engine loop) are unchanged and include the wait for the device; an idle
-window closes when the next chunk's audio arrives.
+window closes when the next chunk's audio arrives. ``DeviceStats`` keeps where the device time went (post-audio
+work, idle-window work, talker work, idle) for Figure 4c.
 
 Example (two sessions of constant-cost work, as in the tests)::
 
@@ -48,17 +54,18 @@ Example (two sessions of constant-cost work, as in the tests)::
 from __future__ import annotations
 
 import math
-import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
+
+from greenlet import GreenletExit, getcurrent, greenlet
 
 from ticktock.clocks.base import FORWARD, TALK, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
 from ticktock.scheduling.base import DraftCandidate
 
 
 class DeviceClosed(Exception):
-    """Raised inside a session's thread when the shared device stops (another session failed, Ctrl-C)."""
+    """Raised inside a session's greenlet when the shared device stops (another session failed, Ctrl-C)."""
 
 
 MAX_DEVICE_MS = 1e13  # ~317 years of device time; float64 still resolves 2 microseconds there
@@ -109,6 +116,7 @@ class SessionLane(Clock):
         self.local_ms = start_ms  # the session's own time: when its last event (wake-up, finished work) happened
         self.wake_at: float | None = start_ms
         self.awaits_audio = False  # waiting for a chunk's audio (not for the session's start)
+        self.audio_due: float | None = None  # asleep inside an idle window: when that window's chunk arrives
         self.runnable = False
         self.finished = False
         self.result = None
@@ -117,7 +125,7 @@ class SessionLane(Clock):
         self.dbfs: list[float] = []
         self.busy_wall_ms = 0.0  # measured host time and device work of this session
         self._resumed_at: float | None = None
-        self._turn = threading.Semaphore(0)  # released when the session may run (see SharedDevice)
+        self._greenlet: greenlet | None = None  # runs the session (see SharedDevice)
 
     # ----------------------------------------------------------------------------- the Clock contract
 
@@ -146,7 +154,8 @@ class SessionLane(Clock):
 
 
 class LaneStopwatch(Stopwatch):
-    """A phase of one session on the shared device: ``elapsed_ms`` is device time since the phase opened."""
+    """A phase of one session on the shared device: ``elapsed_ms`` is device time since the phase opened; ``wait``
+    puts the session to sleep on the device (a waiting lane) while other sessions' work runs."""
 
     def __init__(self, lane: SessionLane, window_ms: float | None):
         self.lane = lane
@@ -165,6 +174,9 @@ class LaneStopwatch(Stopwatch):
         self.steps += 1
         return self.lane.device.submit(self.lane, work, self)
 
+    def _advance(self, ms: float) -> None:
+        self.lane.device.sleep(self.lane, self.lane.local_ms + ms, self.closes)
+
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
 
@@ -172,7 +184,7 @@ class LaneStopwatch(Stopwatch):
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
 
 
-@dataclass
+@dataclass(eq=False)  # a request is itself only (found and removed by identity)
 class Request:
     lane: SessionLane
     work: DeviceWork
@@ -181,6 +193,7 @@ class Request:
     order: int
     done: WorkDone | None = None
     dropped: bool = False
+    estimate_ms: float | None = None  # the expected cost, once asked (``SharedDevice._estimate``)
 
     @property
     def is_post_audio(self) -> bool:
@@ -190,47 +203,78 @@ class Request:
         return (self.lane.arrival_ms, self.lane.slot, self.order)
 
     def candidate(self, step_ms: float, next_arrival_ms: float) -> DraftCandidate:
-        lane = self.lane
-        return DraftCandidate(lane.slot, self.watch.closes, self.watch.steps - 1, self.work.hypothesis,
+        lane, work = self.lane, self.work
+        purpose = "prefill" if work.early_prefill else "speech" if work.kind == TALK else "draft"
+        return DraftCandidate(lane.slot, self.watch.closes, self.watch.steps - 1, work.hypothesis,
                               lane.reply_open, max(lane.dbfs, default=-200.0), lane.tool_call_open, self.order,
-                              step_ms, next_arrival_ms)
+                              step_ms, next_arrival_ms, purpose)
 
 
 @dataclass
 class DeviceStats:
-    """What the device did: steps by kind, batched steps, busy time, and the scheduler's own wall time."""
+    """What the device did: steps by kind, batched steps, where the device time went, and the scheduler's own wall
+    time.
+
+    Device time (on the run's clock): ``busy_ms`` splits into ``post_audio_busy_ms`` (encodings and forwards after a
+    chunk's audio arrived), ``draft_busy_ms`` (idle-window work: drafts, early prefill) and ``talker_busy_ms`` (a
+    talker's synthesis, of committed text or speculatively of a draft's); ``span_ms`` runs from the first session's start to the last
+    one's end, ``idle_ms`` is the rest of it. A batched step that carries drafts along with post-audio forwards splits
+    its time by their query tokens.
+    """
 
     steps: int = 0
     post_audio_steps: int = 0
     draft_steps: int = 0
     batched_steps: int = 0
     batched_forwards: int = 0
+    batched_draft_steps: int = 0  # steps of several sessions' draft forwards, chosen by the draft policy
+    carried_drafts: int = 0  # draft forwards that joined a batched post-audio step
     busy_ms: float = 0.0
+    post_audio_busy_ms: float = 0.0
+    draft_busy_ms: float = 0.0
+    talker_busy_ms: float = 0.0
+    span_ms: float = 0.0
+    sleeps: int = 0  # times a session waited inside its idle window for more audio (a waiting lane)
     declined: int = 0  # times the draft policy left the device idle although drafts were waiting
-    dropped_drafts: int = 0  # draft work still waiting when its session's next audio arrived
+    dropped_drafts: int = 0  # idle-window work still waiting when its session's next audio arrived
     scheduler_wall_ms: float = 0.0  # the scheduler's own decisions
-    handoff_wall_ms: float = 0.0  # handing control to a session's thread and back (thread switches)
-    switches: int = 0  # thread switches
+    switches: int = 0  # greenlet switches
     run_wall_ms: float = 0.0  # the whole run of the device, measured
     sessions_wall_ms: float = 0.0  # of which the sessions' own host code and device work
+    callbacks_wall_ms: float = 0.0  # and the run's callbacks between sessions (results written, next session admitted)
 
     def summary(self) -> dict:
         """The counts and times, for run.json (``shared_device``)."""
-        from dataclasses import asdict
-
+        overhead = self.overhead_wall_ms()
         return {**{k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()},
-                "overhead_wall_ms": round(self.overhead_wall_ms(), 3)}
+                "idle_ms": round(self.span_ms - self.busy_ms, 3), "overhead_wall_ms": round(overhead, 3),
+                "handoff_wall_ms": round(overhead - self.scheduler_wall_ms, 3)}
 
     def overhead_wall_ms(self) -> float:
-        """What sharing the device costs in wall time: the scheduler's decisions and the thread hand-overs."""
-        return self.scheduler_wall_ms + self.handoff_wall_ms
+        """What sharing the device costs in wall time: the whole run less the sessions' own host code and device work
+        and the run's callbacks, i.e. the scheduler's decisions, its bookkeeping and the switches between sessions
+        (``handoff_wall_ms`` in the summary: all but the decisions)."""
+        return max(0.0, self.run_wall_ms - self.sessions_wall_ms - self.callbacks_wall_ms)
+
+    def charge(self, batch: list[Request], cost: float) -> None:
+        """Book one step's device time by what it did."""
+        self.busy_ms += cost
+        if batch[0].work.kind == TALK:
+            self.talker_busy_ms += cost
+            return
+        tokens = [max(r.work.query_tokens, 1) for r in batch]
+        drafting = sum(t for r, t in zip(batch, tokens) if not r.is_post_audio)
+        share = cost * drafting / sum(tokens)
+        self.draft_busy_ms += share
+        self.post_audio_busy_ms += cost - share
 
 
 class SharedDevice:
     """The scheduler of one device shared by several sessions (see the module docstring).
 
-    ``clock`` gives each step's cost (modeled or wall); ``draft_policy`` picks which session's draft runs
-    when the device would otherwise idle; ``batching`` runs waiting post-audio forwards together.
+    ``clock`` gives each step's cost (modeled or wall); ``draft_policy`` picks which session's idle-window work runs
+    when the device would otherwise idle (and, with ``batching``, which drafts join a batched step); ``batching`` runs
+    waiting post-audio forwards together.
     """
 
     def __init__(self, clock: Clock, draft_policy, batching: bool = False, max_batch: int | None = None):
@@ -242,16 +286,15 @@ class SharedDevice:
         self.lanes: list[SessionLane] = []
         self.requests: list[Request] = []
         self.stats = DeviceStats()
-        # The baton: exactly one thread runs at a time. A session runs between an acquire of its own ``_turn``
-        # and its hand-back, which releases ``_scheduler_turn``; the scheduler runs the rest of the time.
-        self._scheduler_turn = threading.Semaphore(0)
+        self._scheduler: greenlet | None = None  # the greenlet that runs ``run``: the parent of every session's
         self._started: list[SessionLane] = []
         self._closed = False
         self._order = 0
         self._measured_ms, self._measured_steps = 0.0, 0
-        self._busy_total_ms = 0.0
+        self._first_start: float | None = None
+        self._last_end = 0.0
 
-    # ----------------------------------------------------------------- called from a session's thread
+    # ----------------------------------------------------------------- called from a session's greenlet
 
     def submit(self, lane: SessionLane, work: DeviceWork, watch: LaneStopwatch) -> WorkDone:
         """Queue ``work`` and return once the device has run it (or raise ``WindowClosed`` if it was dropped)."""
@@ -261,24 +304,34 @@ class SharedDevice:
         self._carry_on(lane)
         if request.dropped:
             raise WindowClosed(f"slot {lane.slot}: the next chunk arrived at {request.watch.closes:.1f} ms before this "
-                               "draft work could start")
+                               "idle-window work could start")
         return request.done
 
     def wait(self, lane: SessionLane, at_ms: float) -> None:
-        """Return once the device's time reaches ``at_ms`` (at once when it already has)."""
+        """Return once the device's time reaches ``at_ms``, a chunk's arrival (at once when it already has)."""
         device_time(at_ms, f"slot {lane.slot}: chunk arrival")
         if lane.local_ms >= at_ms:
             return
         lane.wake_at, lane.awaits_audio = at_ms, True
         self._carry_on(lane)
 
-    def _carry_on(self, lane: SessionLane) -> None:
-        """Wait, in ``lane``'s own thread, until ``lane`` may run again (its work is done, its time has come).
+    def sleep(self, lane: SessionLane, at_ms: float, audio_due_ms: float | None) -> None:
+        """A waiting lane: inside an idle window that closes at ``audio_due_ms``, let the session sleep until ``at_ms``
+        (more of its next chunk's audio has arrived) while the device runs other sessions' work."""
+        device_time(at_ms, f"slot {lane.slot}: wake-up in an idle window")
+        if lane.local_ms >= at_ms:
+            return
+        lane.wake_at, lane.audio_due = at_ms, audio_due_ms
+        self.stats.sleeps += 1
+        self._carry_on(lane)
 
-        The scheduler's loop runs in whichever thread holds the baton: while no other session is ready to run,
-        this thread takes the scheduler's steps itself (the same decisions, in the same order), so a session
-        whose work comes next goes on without two thread switches. When another session must run first, or
-        a session finishes, control goes back to the scheduler's thread.
+    def _carry_on(self, lane: SessionLane) -> None:
+        """Wait, in ``lane``'s own greenlet, until ``lane`` may run again (its work is done, its time has come).
+
+        The scheduler's loop runs in whichever greenlet has control: while no other session is ready to run, this
+        greenlet takes the scheduler's steps itself (the same decisions, in the same order), so a session whose work
+        comes next goes on without a switch. When another session must run first, or a session finishes, control
+        passes on (``_yield``).
         """
         while True:
             self._wake_due()
@@ -298,18 +351,21 @@ class SharedDevice:
     # ------------------------------------------------------------------------------ the scheduler
 
     def add(self, lane: SessionLane, target: Callable[[SessionLane], object]) -> None:
-        """A session that starts at ``lane.start_ms``; its thread runs ``target(lane)`` (the replay)."""
+        """A session that starts at ``lane.start_ms``; its greenlet runs ``target(lane)`` (the replay) once the
+        device's loop gives it control."""
         lane.wake_at = max(lane.start_ms, self.now)
+        self._first_start = lane.start_ms if self._first_start is None else min(self._first_start, lane.start_ms)
         self.lanes.append(lane)
         self._started.append(lane)
-        thread = threading.Thread(target=self._thread_main, args=(lane, target), daemon=True,
-                                  name=f"ticktock-session-slot{lane.slot}")
-        thread.start()
+        lane._greenlet = greenlet(lambda: self._lane_main(lane, target), parent=self._scheduler or getcurrent())
 
     def run(self, on_finished: Callable[[SessionLane], None]) -> None:
         """Run until every session (including those ``on_finished`` adds) is done. A session's error stops
         the device and is raised here."""
         began = time.perf_counter()
+        self._scheduler = getcurrent()
+        for lane in self.lanes:
+            lane._greenlet.parent = self._scheduler
         try:
             while self.lanes:
                 self._run_ready(on_finished)
@@ -318,12 +374,14 @@ class SharedDevice:
         finally:
             self.close()
             self.stats.run_wall_ms += (time.perf_counter() - began) * 1000.0
+            self.stats.span_ms = max(self._last_end, self.now) - (self._first_start or 0.0)
 
     def close(self) -> None:
-        """Stop: every session thread still waiting raises ``DeviceClosed`` and ends."""
+        """Stop: every session still waiting raises ``DeviceClosed`` inside its greenlet and ends."""
         self._closed = True
         for lane in self._started:
-            lane._turn.release()
+            if lane._greenlet:  # started and not finished (one never started simply never runs)
+                lane._greenlet.throw(DeviceClosed())
 
     def _run_ready(self, on_finished) -> None:
         """Let the sessions that may run do so (lowest slot first; they pass control on among themselves) and
@@ -333,9 +391,12 @@ class SharedDevice:
             for lane in [lane for lane in self.lanes if lane.finished]:
                 self.lanes.remove(lane)
                 self.stats.sessions_wall_ms += lane.busy_wall_ms
+                self._last_end = max(self._last_end, lane.local_ms)
                 if lane.error is not None:
                     raise lane.error
+                began = time.perf_counter()
                 on_finished(lane)
+                self.stats.callbacks_wall_ms += (time.perf_counter() - began) * 1000.0
             ready = self._next_ready()
             if ready is None:
                 return
@@ -355,13 +416,11 @@ class SharedDevice:
         if urgent:
             batch = self._batch(urgent)
             self.stats.post_audio_steps += 1
+            carried = self._joining(batch, self._next_arrival()) if self.batching else []
+            self.stats.carried_drafts += len(carried)
+            batch += carried
         elif self.requests:
-            arrival = self._next_arrival()
-            chosen = self.policy.choose([r.candidate(self._estimate_ms(r.work), arrival) for r in self.requests], self.now)
-            if chosen is None:
-                self.stats.declined += 1
-            batch = [r for r in self.requests if chosen is not None and r.order == chosen.order]
-            self.stats.draft_steps += len(batch)
+            batch = self._draft_step()
         else:
             batch = []
         self.stats.scheduler_wall_ms += (time.perf_counter() - started) * 1000.0
@@ -369,15 +428,53 @@ class SharedDevice:
             self._execute(batch)
         return bool(batch)
 
+    def _draft_step(self) -> list[Request]:
+        """The idle-window work the draft policy runs next (with batching: the draft forwards it lets join); empty
+        when it leaves the device idle."""
+        arrival = self._next_arrival()
+        chosen = self.policy.choose([r.candidate(self._estimate(r), arrival) for r in self.requests], self.now)
+        if chosen is None:
+            self.stats.declined += 1
+            return []
+        batch = [r for r in self.requests if r.order == chosen.order]
+        joined = self._joining(batch, arrival)
+        if joined:
+            self.stats.batched_draft_steps += 1
+        batch += joined
+        self.stats.draft_steps += len(batch)
+        return batch
+
+    def _joining(self, batch: list[Request], arrival: float) -> list[Request]:
+        """With batching, the waiting draft forwards of other sessions that the draft policy lets join ``batch`` (a
+        forward step), up to ``max_batch``; ``arrival``: the next arrival of a session's chunk."""
+        room = (self.max_batch or math.inf) - len(batch)
+        if not self.batching or batch[0].work.kind != FORWARD or room <= 0:
+            return []
+        busy = {r.lane.slot for r in batch}
+        waiting = {r.order: r for r in self.requests if not r.is_post_audio and r.work.kind == FORWARD
+                   and r.lane.slot not in busy}
+        if not waiting:
+            return []
+        candidates = [r.candidate(self._estimate(r), arrival) for r in waiting.values()]
+        base = [r.work for r in batch]
+
+        def step_ms(joined: list[DraftCandidate]) -> float:
+            return self._estimate_batch_ms(base + [waiting[c.order].work for c in joined])
+
+        chosen = self.policy.join(candidates, self.now, step_ms, post_audio=batch[0].is_post_audio)
+        return [waiting[c.order] for c in chosen][: int(min(room, len(chosen)))]
+
     def _closed_draft(self, request: Request) -> bool:
         return not request.is_post_audio and self.now >= request.watch.closes
 
     def _next_arrival(self) -> float:
-        """The earliest moment a session waiting for audio gets it (infinity when none waits)."""
-        return min((lane.wake_at for lane in self.lanes if lane.awaits_audio), default=float("inf"))
+        """The earliest moment a session waiting for time gets its next chunk's audio (infinity when none waits)."""
+        waiting = [lane.wake_at for lane in self.lanes if lane.awaits_audio]
+        asleep = [lane.audio_due for lane in self.lanes if lane.audio_due is not None]
+        return min([*waiting, *asleep], default=float("inf"))
 
     def _drop_closed_drafts(self) -> bool:
-        """Drop the draft work whose window has closed (its session's next audio arrived while it waited)."""
+        """Drop the idle-window work whose window has closed (its session's next audio arrived while it waited)."""
         closed = [r for r in self.requests if self._closed_draft(r)]
         for request in closed:
             request.dropped = True
@@ -387,6 +484,12 @@ class SharedDevice:
         self.stats.dropped_drafts += len(closed)
         return bool(closed)
 
+    def _estimate(self, request: Request) -> float:
+        """``request``'s expected cost, worked out once (its work does not change while it waits)."""
+        if request.estimate_ms is None:
+            request.estimate_ms = self._estimate_ms(request.work)
+        return request.estimate_ms
+
     def _estimate_ms(self, work: DeviceWork) -> float:
         """The expected cost of a forward: the clock's own estimate (a cost profile), else the mean measured
         cost of the forward steps so far."""
@@ -394,6 +497,12 @@ class SharedDevice:
         if estimate is not None:
             return estimate
         return self._measured_ms / self._measured_steps if self._measured_steps else 0.0
+
+    def _estimate_batch_ms(self, works: list[DeviceWork]) -> float:
+        """The expected cost of a batched step of these forwards: the clock's batch estimate, else (a measuring
+        clock) the dearest of them alone."""
+        estimate = self.clock.estimate_batch_ms([(w.query_tokens, w.context_tokens) for w in works])
+        return estimate if estimate is not None else max(self._estimate_ms(w) for w in works)
 
     def _batch(self, urgent: list[Request]) -> list[Request]:
         """The first waiting request, and with batching every other waiting request of the same kind."""
@@ -404,6 +513,7 @@ class SharedDevice:
         return [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]
 
     def _execute(self, batch: list[Request]) -> None:
+        began = time.perf_counter()
         if len(batch) == 1:
             done = self.clock.stopwatch().run(batch[0].work)
             results, wall, cost = [done.result], done.wall_ms, done.charged_ms
@@ -416,14 +526,15 @@ class SharedDevice:
         else:  # audio encodings of sessions waiting together: one step, one after another (no batching gain)
             done = [self.clock.stopwatch().run(r.work) for r in batch]
             results, wall, cost = [d.result for d in done], sum(d.wall_ms for d in done), sum(d.charged_ms for d in done)
+        working = (time.perf_counter() - began) * 1000.0  # the work and its charge, as a session alone pays them
         if not (math.isfinite(cost) and cost >= 0):
             raise DeviceTimeError(f"the clock charged a device step {cost!r} ms (a finite number >= 0 expected)")
         start, self.now = self.now, device_time(self.now + cost, "the end of a device step")
         self.stats.steps += 1
-        self.stats.busy_ms += cost
+        self.stats.charge(batch, cost)
         for request, result in zip(batch, results):
             request.done = WorkDone(result, wall, cost, start - request.submitted_ms, len(batch))
-            self._add_busy(request.lane, wall / len(batch))  # a batched step's wall time, shared
+            self._add_busy(request.lane, working / len(batch))  # a batched step's time, shared
             request.lane.local_ms = self.now
             request.lane.runnable = True
             self.requests.remove(request)
@@ -445,7 +556,7 @@ class SharedDevice:
 
     def _advance(self, stall_ok: bool = False) -> bool:
         """Move the device's time to the next wake-up; False when nobody waits for time (a stall, unless
-        ``stall_ok``: a session's thread then hands over to the scheduler). The wake-up is a finite time
+        ``stall_ok``: a session's greenlet then passes control on). The wake-up is a finite time
         (``device_time``), so the session waiting for it wakes: every call makes progress."""
         waiting = [lane.wake_at for lane in self.lanes if lane.wake_at is not None]
         if not waiting:
@@ -460,38 +571,37 @@ class SharedDevice:
         """Sessions whose time has come (possibly while a step ran) run from that moment on their own time."""
         for lane in self.lanes:
             if lane.wake_at is not None and lane.wake_at <= self.now:
-                lane.local_ms, lane.wake_at, lane.awaits_audio = lane.wake_at, None, False
+                lane.local_ms, lane.wake_at, lane.awaits_audio, lane.audio_due = lane.wake_at, None, False, None
                 lane.runnable = True
 
-    # ------------------------------------------------------------------------------- the baton
+    # ------------------------------------------------------------------------------- switching
 
-    def _thread_main(self, lane: SessionLane, target) -> None:
+    def _lane_main(self, lane: SessionLane, target) -> None:
+        """A session's greenlet: the replay; its end returns control to the scheduler (the greenlet's parent)."""
+        lane._resumed_at = time.perf_counter()
         try:
-            self._await_turn(lane)
             lane.result = target(lane)
-        except DeviceClosed:
+        except (DeviceClosed, GreenletExit):
             return
-        except BaseException as err:  # handed to the scheduler, which raises it in the main thread
+        except BaseException as err:  # handed to the scheduler, which raises it from ``run``
             lane.error = err
         lane.finished = True
-        self._hand_back(lane)
+        self._account_host(lane)
 
     def _yield(self, lane: SessionLane) -> None:
-        """Pass control to the next session that may run (to the scheduler's thread when none may) and wait
-        for this session's turn."""
+        """Pass control to the next session that may run (to the scheduler when none may) and return once this
+        session may run again."""
         following = self._next_ready()
         self.stats.switches += 1
-        if following is None:
-            self._hand_back(lane)
-        else:
-            self._account_host(lane)
-            following.runnable = False
-            following._turn.release()
-        self._await_turn(lane)
-
-    def _hand_back(self, lane: SessionLane) -> None:
         self._account_host(lane)
-        self._scheduler_turn.release()
+        if following is None:
+            self._scheduler.switch()
+        else:
+            following.runnable = False
+            following._greenlet.switch()
+        if self._closed:
+            raise DeviceClosed()
+        lane._resumed_at = time.perf_counter()
 
     def _account_host(self, lane: SessionLane) -> None:
         if lane._resumed_at is not None:
@@ -500,21 +610,11 @@ class SharedDevice:
 
     def _add_busy(self, lane: SessionLane, ms: float) -> None:
         lane.busy_wall_ms += ms
-        self._busy_total_ms += ms
-
-    def _await_turn(self, lane: SessionLane) -> None:
-        lane._turn.acquire()
-        if self._closed:
-            raise DeviceClosed()
-        lane._resumed_at = time.perf_counter()
 
     def _resume(self, lane: SessionLane) -> None:
-        """Let ``lane`` run until it hands back (it needs the device or time, or it finished)."""
+        """Let ``lane`` run until control comes back to the scheduler (a session needs the device or time, or
+        finished)."""
         if self._closed:
             raise DeviceClosed()
-        busy, deciding, began = self._busy_total_ms, self.stats.scheduler_wall_ms, time.perf_counter()
         self.stats.switches += 1
-        lane._turn.release()
-        self._scheduler_turn.acquire()
-        elapsed = (time.perf_counter() - began) * 1000.0  # less the sessions' work and decisions taken meanwhile
-        self.stats.handoff_wall_ms += elapsed - (self._busy_total_ms - busy) - (self.stats.scheduler_wall_ms - deciding)
+        lane._greenlet.switch()

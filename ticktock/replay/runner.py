@@ -123,11 +123,11 @@ def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
     _check_model_context(cfg.model)
     check_threads(cfg.get("threads"))
     check_device(cfg.get("device"), available=on_this_machine)
-    decoder = build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
+    build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
     check_weights(cfg.model)  # a real model without local weights: one line naming the repo and `hf download`
     clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
     build_speech(cfg, clock)  # a bad talker option, a missing extra, a profile without its cost: one line
-    _check_concurrency(cfg, clock, decoder)
+    _check_concurrency(cfg, clock)
 
 
 def build_speech(cfg: DictConfig, clock):
@@ -141,17 +141,12 @@ def build_speech(cfg: DictConfig, clock):
     return SpeechOut.for_clock(build_checked(node, "talker", Talker), clock)
 
 
-def _check_concurrency(cfg: DictConfig, clock, decoder) -> None:
-    """``concurrency.*`` (``ConcurrencySettings``), the draft policy, a profile that can charge batched steps, and a
-    decoder that does not wait for audio in its idle windows (a shared device schedules them)."""
+def _check_concurrency(cfg: DictConfig, clock) -> None:
+    """``concurrency.*`` (``ConcurrencySettings``), the draft policy, and a profile that can charge batched steps."""
     from ticktock.replay.concurrency import ConcurrencyError, ConcurrencySettings
 
     settings = ConcurrencySettings.parse(cfg.get("concurrency"))
     build(cfg.draft_policy)
-    if settings.shares_device and decoder.waits_for_audio:
-        raise ConcurrencyError(f"decoder {cfg.decoder.name}: early prefill and partial-audio hypotheses wait for audio "
-                               "inside an idle window, which a shared device does not schedule; replay it with "
-                               "concurrency.sessions=1 and concurrency.batching=false")
     profile = getattr(clock, "profile", None)
     if settings.batching and profile is not None and not profile.batches:
         raise ConcurrencyError(f"concurrency.batching: the cost profile {profile.name} has no batch dimension "
@@ -266,15 +261,35 @@ def identity(cfg: DictConfig) -> dict:
         "model": plain["model"],
         "decoder": plain["decoder"],
         "task": plain["task"],
-        "clock": plain["clock"],
+        "clock": _inert_removed(plain["clock"], {"encode_scale": 1.0}),
         "sampling": plain["sampling"],
         "seed": plain["seed"],
         "chunks_limit": plain["limit"]["chunks"],
         "concurrency": plain.get("concurrency"),
-        "draft_policy": plain.get("draft_policy"),
+        "draft_policy": _draft_policy_identity(plain),
         **({"talker": plain["talker"]} if (plain.get("talker") or {}).get("_target_") else {}),
         **({"shard": plain["shard"]} if ShardSpec.parse(plain.get("shard")).sharded else {}),
     }
+
+
+def _inert_removed(node, inert: dict):
+    """``node`` without the settings that sit at a value where they change nothing, so that runs written before those
+    settings existed keep their identity (and resume).
+
+    >>> _inert_removed({"name": "modeled", "encode_scale": 1.0}, {"encode_scale": 1.0})
+    {'name': 'modeled'}
+    """
+    if not isinstance(node, dict):
+        return node
+    return {k: v for k, v in node.items() if not (k in inert and v == inert[k])}
+
+
+def _draft_policy_identity(plain: dict):
+    """The draft policy's settings; without those that only act on batched steps when the run does not batch."""
+    policy = plain.get("draft_policy")
+    if isinstance(policy, dict) and not (plain.get("concurrency") or {}).get("batching"):
+        policy = {k: v for k, v in policy.items() if k not in ("batch_drafts", "carry_slowdown")}
+    return policy
 
 
 def first_per_task(sessions: list, per_task: int | None) -> list:

@@ -37,6 +37,7 @@ STRING, INTEGER, NUMBER, BOOLEAN, MAPPING, LIST, NULL = "a string", "an integer"
 STATUSES = ("complete", "running", "interrupted")  # and "failed: <why>"
 LATEST_TIME_S = 1e11  # seconds since the epoch: any later heartbeat is not a time (the year 5138)
 MOST_SHARDS = 100_000  # a shard.count above this is not a split of sessions (readers list every shard index)
+DEVICE_TIMES = ("span_ms", "busy_ms", "post_audio_busy_ms", "draft_busy_ms", "talker_busy_ms", "idle_ms")  # shared_device
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ def _as_float(value) -> float:
 
 def _finite(value) -> str | None:
     return None if value is None or math.isfinite(_as_float(value)) else f"must be a finite number, got {_shown(value)}"
+
+
+def _positive(value) -> str | None:
+    return None if value is None or (0 < _as_float(value) < math.inf) else f"must be a finite number > 0, got {_shown(value)}"
 
 
 def _status(value) -> str | None:
@@ -106,6 +111,7 @@ FIELDS = (
     Field("clock", (MAPPING, NULL)),
     *(Field(f"clock.{key}", (STRING, NULL)) for key in ("name", "profile", "profile_device", "profile_provenance",
                                                         "profile_sha256")),
+    Field("clock.encode_scale", (NUMBER,), allowed=_positive),
     Field("environment", (MAPPING, NULL)),
     *(Field(f"environment.{key}", (STRING, NULL)) for key in ("cpu", "cuda_device")),
     Field("environment.model", (MAPPING, NULL)),
@@ -127,6 +133,7 @@ FIELDS = (
     Field("timing_noise", (MAPPING, NULL)),
     *(Field(f"timing_noise.{key}", (NUMBER,)) for key in ("spread", "median_ms", "min_ms", "max_ms", "max_spread")),
     Field("shared_device", (MAPPING, NULL)),
+    *(Field(f"shared_device.{key}", (NUMBER,), allowed=_finite) for key in DEVICE_TIMES),
     Field("skipped_sessions", (LIST, NULL)),
 )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Callable
 
 from ticktock.errors import ConfigError
 
@@ -58,7 +59,9 @@ class DraftCandidate:
     scale: the user may be talking); ``tool_call_open``: the protocol's ``<tool_call>`` id (None when the
     model has none); ``order``: submission order (ties); ``step_ms``: the forward's expected cost on the run's
     clock; ``next_arrival_ms``: the earliest moment another session's chunk arrives (its post-audio work
-    would then wait for this forward; infinity when none is due).
+    would then wait for this forward; infinity when none is due); ``purpose``: ``draft`` (a forward or encoding
+    of a hypothesis), ``prefill`` (early prefill: feeds audio that has arrived into the cache, work the chunk's
+    post-audio pass would otherwise do) or ``speech`` (speculative synthesis of a drafted reply).
     """
 
     slot: int
@@ -71,6 +74,7 @@ class DraftCandidate:
     order: int
     step_ms: float = 0.0
     next_arrival_ms: float = float("inf")
+    purpose: str = "draft"
 
 
 class DraftPolicy(ABC):
@@ -81,5 +85,25 @@ class DraftPolicy(ABC):
         """The candidate whose draft forward runs next (``candidates`` is never empty), or None to leave the
         device idle until the next session's audio arrives (the candidates ask again then)."""
 
+    def join(self, candidates: list[DraftCandidate], now_ms: float, step_ms: Callable[[list[DraftCandidate]], float],
+             post_audio: bool) -> list[DraftCandidate]:
+        """With ``concurrency.batching``: which of ``candidates`` (waiting draft forwards of sessions not in the step)
+        join the device's next step, a batched forward step: the draft this policy chose (``post_audio`` False), or
+        the post-audio forwards of sessions whose chunk has arrived (``post_audio`` True: they wait for the step to
+        end). ``step_ms(joined)`` is the step's expected cost with ``joined`` added. Default: none join (every draft
+        forward runs alone)."""
+        return []
+
     def describe(self) -> dict:
         return {"name": self.name}
+
+
+def fits_window(candidate: DraftCandidate, now_ms: float, step_ms: float) -> bool:
+    """Whether a step of ``step_ms`` starting at ``now_ms`` ends before ``candidate``'s window closes (a draft
+    that ends after its chunk's audio arrived delays that chunk).
+
+    >>> c = DraftCandidate(0, 300.0, 0, (), False, -80.0, None, order=1)
+    >>> fits_window(c, 100.0, 150.0), fits_window(c, 100.0, 250.0)
+    (True, False)
+    """
+    return now_ms + step_ms <= candidate.window_closes_ms

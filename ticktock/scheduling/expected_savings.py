@@ -19,6 +19,17 @@ earliest next arrival (the draft that is needed soonest), then by slot:
   When only such drafts are waiting, the device idles until that arrival (drafts still waiting when their
   own audio arrives are dropped).
 
+Early prefill (feeding audio that has arrived into the cache) ranks with tier 0: it is work the chunk's post-audio
+pass would otherwise do, so it always saves.
+
+With ``concurrency.batching`` (and ``batch_drafts``), other sessions' draft forwards join a batched step in rank
+order (``join``) while each still ends before its window closes, and:
+
+- a draft step grows only while it ends before the next arrival (or no later than the chosen draft alone would):
+  batching drafts must not delay another session's post-audio work;
+- a post-audio step carries drafts of tiers 0-3 along only while they make it at most ``carry_slowdown`` (a
+  fraction, default 0.1) dearer than the post-audio forwards alone: the sessions waiting for it pay that much.
+
 Example::
 
     >>> from ticktock.scheduling.base import DraftCandidate
@@ -33,20 +44,30 @@ Example::
 
 from __future__ import annotations
 
-from ticktock.scheduling.base import DraftCandidate, DraftPolicy, check_dbfs
+from ticktock.scheduling.base import DraftCandidate, DraftPolicy, DraftPolicyError, check_dbfs, fits_window
 
 
 class ExpectedSavings(DraftPolicy):
     name = "expected_savings"
 
-    def __init__(self, speech_dbfs: float = -45.0, name: str | None = None):
+    def __init__(self, speech_dbfs: float = -45.0, batch_drafts: bool = True, carry_slowdown: float = 0.1,
+                 name: str | None = None):
         if name is not None:
             self.name = name
         self.speech_dbfs = check_dbfs("draft_policy.speech_dbfs", speech_dbfs)
+        if not isinstance(batch_drafts, bool):
+            raise DraftPolicyError(f"draft_policy.batch_drafts: must be true or false, got {batch_drafts!r}")
+        if isinstance(carry_slowdown, bool) or not isinstance(carry_slowdown, (int, float)) or not 0 <= carry_slowdown <= 10:
+            raise DraftPolicyError(f"draft_policy.carry_slowdown: must be a number from 0 to 10 (a fraction of the "
+                                   f"post-audio step's cost), got {carry_slowdown!r}")
+        self.batch_drafts = batch_drafts
+        self.carry_slowdown = float(carry_slowdown)
 
     def rank(self, candidate: DraftCandidate, now_ms: float) -> tuple:
         talking = candidate.recent_dbfs >= self.speech_dbfs
-        if candidate.tool_call_open is not None and candidate.tool_call_open in candidate.hypothesis[:1]:
+        if candidate.purpose == "prefill":
+            tier = 0
+        elif candidate.tool_call_open is not None and candidate.tool_call_open in candidate.hypothesis[:1]:
             tier = 0
         elif (candidate.reply_open or talking) and not candidate.window_forwards:
             tier = 1
@@ -64,5 +85,25 @@ class ExpectedSavings(DraftPolicy):
             return None
         return best
 
+    def join(self, candidates, now_ms, step_ms, post_audio):
+        if not self.batch_drafts:
+            return []
+        alone = step_ms([])
+        joined: list[DraftCandidate] = []
+        for candidate in sorted(candidates, key=lambda c: self.rank(c, now_ms)):
+            tier = self.rank(candidate, now_ms)[0]
+            if post_audio and tier == 4:
+                break  # ranked last: the rest are tier 4 as well
+            trial = [*joined, candidate]
+            cost = step_ms(trial)
+            if post_audio:
+                affordable = cost <= alone * (1.0 + self.carry_slowdown)
+            else:
+                affordable = now_ms + cost <= max(candidate.next_arrival_ms, now_ms + alone)
+            if affordable and all(fits_window(c, now_ms, cost) for c in trial):
+                joined.append(candidate)
+        return joined
+
     def describe(self) -> dict:
-        return {"name": self.name, "speech_dbfs": self.speech_dbfs}
+        return {"name": self.name, "speech_dbfs": self.speech_dbfs, "batch_drafts": self.batch_drafts,
+                "carry_slowdown": self.carry_slowdown}

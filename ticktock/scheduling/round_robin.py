@@ -14,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from ticktock.scheduling.base import DraftCandidate, DraftPolicy
+from ticktock.scheduling.base import DraftCandidate, DraftPolicy, fits_window
 
 
 class RoundRobin(DraftPolicy):
@@ -30,3 +30,15 @@ class RoundRobin(DraftPolicy):
         chosen = min(after or candidates, key=lambda c: (c.slot, c.order))
         self.last_slot = chosen.slot
         return chosen
+
+    def join(self, candidates, now_ms, step_ms, post_audio):
+        """A draft step takes every other waiting draft forward along, by slot, while each still ends before its
+        window closes; a post-audio step carries none (no draft delays a chunk that has arrived)."""
+        joined: list[DraftCandidate] = []
+        if post_audio:
+            return joined
+        for candidate in sorted(candidates, key=lambda c: (c.slot, c.order)):
+            cost = step_ms([*joined, candidate])
+            if all(fits_window(c, now_ms, cost) for c in [*joined, candidate]):
+                joined.append(candidate)
+        return joined

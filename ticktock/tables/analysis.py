@@ -4,7 +4,9 @@
 
 ``fig4a_data``, ``fig4b_data`` and ``fig4c_data`` return DataFrames that both the tables here and the figures in
 ``figures.py`` are drawn from. Table 7, 4a and 4b use the runs of one session alone on the device
-(``Results.single_session``); 4c compares every N, each against the baseline at the same N.
+(``Results.single_session``); 4c compares every N, each against the baseline at the same N, and says where the shared
+device's time went (``device_shares``: post-audio work, drafting, the talker and idle time, as shares of the device's
+span, from run.json ``shared_device``).
 
 Example::
 
@@ -21,7 +23,7 @@ from dataclasses import replace
 import pandas as pd
 
 from ticktock.tables import metrics
-from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
+from ticktock.tables.common import (Table, clock_label, provenance_notes, run_names, setup_columns, setup_label,
                                     single_session, varying)
 from ticktock.tables.load import Cell, Results, Setup, decoder_order
 from ticktock.tables.paper import paper_note, paper_value
@@ -162,11 +164,14 @@ def fig4b_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
                  provenance_notes(results))
 
 
-FIG4C_SETUP_FIELDS = ("clock", "device", "temperature", "seed", "top_k", "top_p", "talker", "talker_args")
+FIG4C_SETUP_FIELDS = ("clock", "encode_scale", "device", "temperature", "seed", "top_k", "top_p", "talker",
+                      "talker_args")
 ALONE = {"concurrency": 1, "batching": False, "max_batch": None, "stagger": "", "draft_policy": "",
          "draft_policy_args": ""}  # a setup's sharing fields for one session alone on the device
 FIG4C_METRICS = ["speak chunks", "speak speedup", "tool chunks", "tool speedup", "deadline-miss rate",
                  "tool deadline-miss rate", "mean max lag ms", "mean device wait ms", "sessions", "chunks"]
+UTILISATION = {"post-audio %": "post_audio_busy_ms", "drafting %": "draft_busy_ms", "talker %": "talker_busy_ms",
+               "idle %": "idle_ms", "device busy %": "busy_ms"}  # column -> run.json shared_device time (of span_ms)
 FIG4C_PAPER = {"speak speedup": ("paper speak speedup", False), "tool speedup": ("paper tool speedup", False),
                "tool deadline-miss rate": ("paper tool deadline-miss rate", True)}
 
@@ -175,12 +180,13 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     """Figure 4c: one row per cell of every setup group (everything but how the device was shared) that has
     concurrency runs, at every N present: speak and tool speedup over the baseline at the same N and batching
     (``metrics.speedup``, as Table 2 and the tool table), the deadline-miss rate over all chunks and over FDB v3
-    tool chunks, the mean per-session max lag and the mean device wait of the chunks' post-audio work. Empty
-    when no run shared the device."""
+    tool chunks, the mean per-session max lag and the mean device wait of the chunks' post-audio work, and where the
+    device's time went (``UTILISATION``: ``device_shares``; NaN where the runs did not record it). Empty when no run
+    shared the device."""
     cells = _fig4c_cells(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
     columns = [*_shown_names(results, shown), "group", "greedy", "N", "decoder", "label", "draft policy", "batching",
-               "is baseline", "baseline run", *FIG4C_METRICS]
+               "is baseline", "baseline run", *FIG4C_METRICS, *UTILISATION]
     label = _fig4c_labeller(cells)
     rows = []
     for cell in cells:
@@ -198,11 +204,48 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
                      "tool deadline-miss rate": _rate(tools["missed_deadline"]),
                      "mean max lag ms": _mean(cell.sessions["max_lag_ms"]),
                      "mean device wait ms": _mean(chunks["device_wait_ms"]),
-                     "sessions": len(cell.sessions), "chunks": len(chunks), "_order": _fig4c_order(cell)})
+                     "sessions": len(cell.sessions), "chunks": len(chunks), **device_shares(cell),
+                     "_order": _fig4c_order(cell)})
     data = pd.DataFrame(rows, columns=[*columns, "_order"])
     if len(data):
         data = data.iloc[sorted(range(len(data)), key=lambda i: data["_order"][i])]
     return data.drop(columns="_order").reset_index(drop=True)
+
+
+def device_shares(cell: Cell) -> dict[str, float]:
+    """Where the shared device's time went in a cell's runs: each ``UTILISATION`` time of run.json ``shared_device``
+    (summed over the runs and their resumed invocations) as a share of the device's span (``span_ms``: the first
+    session's start to the last one's end). NaN for a cell of one session alone on the device, and for a time some
+    run (or some invocation of a resumed run) did not record (run.json written before the device counted it).
+
+    Example (a cell whose one run spent 400 of its 1000 device ms on post-audio work)::
+
+        >>> from types import SimpleNamespace as Run
+        >>> shared = {"span_ms": 1000.0, "busy_ms": 700.0, "post_audio_busy_ms": 400.0, "draft_busy_ms": 250.0,
+        ...           "talker_busy_ms": 50.0, "idle_ms": 300.0}
+        >>> cell = Cell(Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0, concurrency=4), "ar",
+        ...             [Run(meta={"shared_device": shared})], None, None)
+        >>> device_shares(cell)
+        {'post-audio %': 0.4, 'drafting %': 0.25, 'talker %': 0.05, 'idle %': 0.3, 'device busy %': 0.7}
+        >>> device_shares(replace(cell, runs=[Run(meta={"shared_device": {"busy_ms": 700.0}})]))["idle %"]
+        nan
+    """
+    totals = dict.fromkeys(["span_ms", *UTILISATION.values()], 0.0)
+    for run in cell.runs if cell.setup.shares_device else []:
+        for key in totals:
+            totals[key] += _device_time(run.meta.get("shared_device"), key)
+    span = totals["span_ms"]
+    return {column: totals[key] / span if span > 0 else math.nan for column, key in UTILISATION.items()}
+
+
+def _device_time(shared, key: str) -> float:
+    """run.json ``shared_device[key]`` (summed over invocations), NaN when it is missing there or in any invocation."""
+    if not isinstance(shared, dict) or not isinstance(shared.get(key), (int, float)) or isinstance(shared[key], bool):
+        return math.nan
+    invocations = shared.get("invocations")
+    if isinstance(invocations, list) and any(not isinstance(i, dict) or key not in i for i in invocations):
+        return math.nan
+    return float(shared[key])
 
 
 def _fig4c_cells(results: Results) -> list[Cell]:
@@ -285,21 +328,36 @@ def _fig4c_clock_note(results: Results) -> str:
     for cell in _fig4c_cells(results):
         clock = cell.meta.get("clock") or {}
         if clock.get("profile"):
-            part = (f"clock {cell.setup.clock}: modeled from cost profile {clock['profile']} for device "
+            scaled = (f", every audio encoding charged {cell.setup.encode_scale:g} times the profile's cost "
+                      "(clock.encode_scale)" if cell.setup.encode_scale != 1.0 else "")
+            part = (f"clock {clock_label(cell.setup)}: modeled from cost profile {clock['profile']} for device "
                     f"{cell.setup.device} (a deterministic simulation of the shared device; batched steps are "
-                    "charged by the profile's batch model)")
+                    f"charged by the profile's batch model{scaled})")
         else:
-            part = (f"clock {cell.setup.clock}: measured on device {cell.setup.device} (each device step's "
+            part = (f"clock {clock_label(cell.setup)}: measured on device {cell.setup.device} (each device step's "
                     "synchronised wall time)")
         if part not in parts:
             parts.append(part)
     return "times on " + "; ".join(parts)
 
 
+def _utilisation_note(recorded: bool) -> str:
+    """What the device-time columns of Figure 4c mean, or why they are not there."""
+    if not recorded:
+        return ("device time (post-audio %, drafting %, talker %, idle %): not recorded by these runs (their run.json "
+                "shared_device has no span_ms: written before the device counted it); rerun them to get it")
+    return ("device time, as shares of the device's span (run.json shared_device span_ms: the first session's start "
+            "to the last one's end, summed over the cell's runs): post-audio % = encodings and forwards after a "
+            "chunk's audio arrived (talker excluded), drafting % = idle-window work (draft forwards, early prefill), "
+            "talker % = speech synthesis, idle % = nothing to run; device busy % = all of the device's steps; "
+            "– for one session alone on the device and for runs that did not record it")
+
+
 def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | None = None) -> Table:
     """Figure 4c as a table: per N, decoder (and draft policy, batching) the speak and tool speedup over the
     baseline at the same N, deadline-miss rates, mean per-session max lag and mean device wait, with the paper's
-    values beside ours. Without concurrency runs: a note saying so, nothing faked."""
+    values beside ours, and where the device's time went (``UTILISATION``) when some run recorded it. Without
+    concurrency runs: a note saying so, nothing faked."""
     data = fig4c_data(results, baseline) if data is None else data
     if not len(data):
         notes = ["no concurrency runs: every run replayed one session alone on the device; run with "
@@ -315,6 +373,9 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
             name, percent = FIG4C_PAPER[column]
             frame[name] = [paper_value("fig4c", column, d, percent=percent, row=rf"N={n}\b") if g else ""
                            for d, n, g in zip(data["decoder"], data["N"], comparable)]
+    recorded = data[list(UTILISATION)].notna().any().any()
+    for column in UTILISATION if recorded else []:
+        frame[column] = data[column]
     frame["sessions"], frame["chunks"] = data["sessions"], data["chunks"]
     notes = [f"speedup: mean post-audio latency of the {baseline} run at the same N, batching, max batch and stagger "
              f"(same seed; its draft policy the same when such a run exists) over its speak chunks (all tasks) and its "
@@ -325,14 +386,15 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
              "work on the device), averaged over chunks",
              "N = 1: one session alone on the device (the runs of Tables 2-5); N > 1: that many sessions replayed at "
              "once on one device, each started at a staggered offset (ticktock.replay.concurrency)",
-             _fig4c_clock_note(results)]
+             _fig4c_clock_note(results), _utilisation_note(recorded)]
     for _, row in data[data["baseline run"] == ""].iterrows():
         notes.append(f"no {baseline} run at N={row['N']} with the device shared as for {row['label']} ({row['group']}): "
                      "no speedups there")
     notes += ["paper columns: the paper's Streaming SLM values on FDB v3 at the same N (greedy, unbatched rows only); its "
               "N = 1 tool speedup was measured on the wall clock; the paper's models differ from ours", paper_note("fig4c")]
     formats = {"speak speedup": ".2f", "tool speedup": ".2f", "deadline-miss rate": ".1%",
-               "tool deadline-miss rate": ".1%", "mean max lag ms": ".1f", "mean device wait ms": ".1f"}
+               "tool deadline-miss rate": ".1%", "mean max lag ms": ".1f", "mean device wait ms": ".1f",
+               **dict.fromkeys(UTILISATION, ".1%")}
     setups = list(dict.fromkeys(c.setup for c in _fig4c_cells(results)))
     title = f"Figure 4c: speedup over {baseline} versus N concurrent sessions on one device"
     return Table("fig4c_concurrency", title, frame.reset_index(drop=True), formats, notes, [],

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from ticktock.errors import RunFolderError
-from ticktock.tables import analysis, compute, quality
+from ticktock.tables import analysis, capacity, compute, quality
 from ticktock.tables.cases import Case, pick_cases, session_case
 from ticktock.tables.common import Table
 from ticktock.tables.load import Results, Setup, TablesError, load_results
@@ -32,7 +32,7 @@ from ticktock.tables.viewer import DEFAULT_SESSIONS
 
 HEADLINE = (compute.speak_speedup_table, compute.tool_speedup_table, compute.latency_table)
 FIGURE_TABLES = {"fig4a_forwards_by_length": "fig4a_forwards_by_length.png", "fig4b_temperature": "fig4b_temperature.png",
-                 "fig4c_concurrency": "fig4c_concurrency.png"}
+                 "fig4c_concurrency": "fig4c_concurrency.png", "capacity": "capacity.png"}
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Built:
     fig4c: pd.DataFrame = field(default_factory=pd.DataFrame)
     cases: list[Case] = field(default_factory=list)  # the case studies (Figures 5-6 and any --case)
     listen: list[tuple[Setup, str]] = field(default_factory=list)  # the tracks to make: (talker setup, session)
+    capacity: pd.DataFrame = field(default_factory=pd.DataFrame)  # capacity per device (ticktock.tables.capacity)
 
     @property
     def failures(self) -> list[str]:
@@ -67,8 +68,8 @@ def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[st
     """Every table, headline tables first, then the analysis, losslessness and quality tables, and the case studies
     (the default onset and tool-call picks, then one per session in ``case_sessions``, showing ``case_decoders``),
     and which sessions the report lets one listen to (``ticktock.tables.listen``: ``listen_sessions``, by default the
-    case studies' sessions of each setup with a talker). Every table but Figure 4c uses the runs of one session alone
-    on the device (``Results.single_session``); 4c every N."""
+    case studies' sessions of each setup with a talker). Every table but Figure 4c and capacity uses the runs of one
+    session alone on the device (``Results.single_session``); those two every N."""
     from ticktock.tables.listen import listen_choice
 
     check_baseline(results, baseline)
@@ -76,14 +77,17 @@ def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[st
         listen_choice(results, listen_sessions)
     data4a, data4b = analysis.fig4a_data(results), analysis.fig4b_data(results, baseline)
     data4c = analysis.fig4c_data(results, baseline)
+    capacity_data = capacity.capacity_data(results, baseline)
     tables = [table(results, baseline) for table in HEADLINE]
     tables += [compute.composition_table(results), compute.max_lag_table(results, baseline),
                compute.ablation_table(results, baseline),
                analysis.acceptance_table(results), analysis.fig4a_table(results, data4a),
                analysis.fig4b_table(results, baseline, data4b), analysis.fig4c_table(results, baseline, data4c),
+               capacity.capacity_table(results, baseline, data=capacity_data),
                quality.losslessness_table(results, baseline), quality.quality_table(results, baseline)]
     cases = pick_cases(results, baseline) + [session_case(results, s, baseline, case_decoders) for s in case_sessions]
-    return Built(tables, data4a, data4b, data4c, cases, listen_choice(results, listen_sessions, cases, baseline))
+    return Built(tables, data4a, data4b, data4c, cases, listen_choice(results, listen_sessions, cases, baseline),
+                 capacity_data)
 
 
 def headline_text(tables: list[Table]) -> str:
@@ -156,6 +160,8 @@ def _write_outputs(built: Built, results: Results, out: Path, formats: tuple[str
     out.mkdir(parents=True, exist_ok=True)
     written = write_tables(built.tables, out, formats)
     figures = write_figures(built.fig4a, built.fig4b, out, built.fig4c)
+    drawn = capacity.capacity_figure(built.capacity, out / FIGURE_TABLES["capacity"])  # None without concurrency runs
+    figures += [drawn] if drawn is not None else []
     written += figures + write_cases(built.cases, results, out)
     if "html" in formats:
         by_table = {key: out / name for key, name in FIGURE_TABLES.items() if out / name in figures}

@@ -1,7 +1,7 @@
 """The ``Table`` record every builder returns, and the setup columns and provenance notes they share.
 
 Every table says which model, clock (with the cost profile and its provenance) and device produced it:
-rows carry the setup columns that vary across the results (always the model; the clock, device,
+rows carry the setup columns that vary across the results (always the model; the clock, its encode scale, device,
 temperature, seed, the concurrency fields and the talker only when several are present), and the notes carry the
 full provenance (a talker setup's talker included). The tables of one session at a time are built with
 ``@single_session``: from the runs of one session alone on the device (``Results.single_session``), never from
@@ -82,8 +82,8 @@ def varying(results: Results, candidates: tuple[str, ...] | None = None) -> list
     """Setup fields shown as row columns: the model always, the others when they take several values."""
     setups = results.setups()
     shown = ["model"]
-    for name in candidates or ("clock", "device", "temperature", "seed", "top_k", "top_p", *SHARING_FIELDS,
-                               *TALKER_FIELDS):
+    for name in candidates or ("clock", "encode_scale", "device", "temperature", "seed", "top_k", "top_p",
+                               *SHARING_FIELDS, *TALKER_FIELDS):
         if len({getattr(s, name) for s in setups}) > 1 and (name != "talker_args" or _talker_settings_vary(setups)):
             shown.append(name)
     return shown
@@ -95,7 +95,8 @@ def _talker_settings_vary(setups: list[Setup]) -> bool:
 
 
 COLUMN_NAMES = {"temperature": "T", "concurrency": "N", "max_batch": "max batch", "draft_policy": "draft policy",
-                "draft_policy_args": "draft policy settings", "talker_args": "talker settings"}
+                "draft_policy_args": "draft policy settings", "talker_args": "talker settings",
+                "encode_scale": "encode scale"}
 
 
 def setup_columns(setup: Setup, shown: list[str]) -> dict:
@@ -114,12 +115,31 @@ def describe_model(meta: dict) -> str:
 
 
 def describe_clock(meta: dict, setup: Setup) -> str:
+    """The provenance line of a setup's clock: its cost profile (with its provenance) or the measuring device, and
+    the audio-encoding what-if (``clock.encode_scale``) when there is one.
+
+    >>> meta = {"clock": {"name": "modeled", "profile": "p", "profile_provenance": "derived", "encode_scale": 0.25}}
+    >>> print(describe_clock(meta, Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0, encode_scale=0.25)))
+    clock modeled:p (encode cost x0.25): modeled from cost profile p for device A100, every audio encoding charged 0.25 times the profile's cost (clock.encode_scale, a what-if); provenance: derived
+    """
     clock = meta.get("clock") or {}
     if clock.get("profile"):
         provenance = clock.get("profile_provenance") or "no provenance recorded"
-        return (f"clock {setup.clock}: modeled from cost profile {clock['profile']} for device {setup.device}; "
-                f"provenance: {provenance}")
-    return f"clock {setup.clock}: measured on device {setup.device}"
+        scaled = (f", every audio encoding charged {setup.encode_scale:g} times the profile's cost (clock.encode_scale, "
+                  "a what-if)" if setup.encode_scale != 1.0 else "")
+        return (f"clock {clock_label(setup)}: modeled from cost profile {clock['profile']} for device {setup.device}"
+                f"{scaled}; provenance: {provenance}")
+    return f"clock {clock_label(setup)}: measured on device {setup.device}"
+
+
+def clock_label(setup: Setup) -> str:
+    """A setup's clock with its audio-encoding what-if, when it has one.
+
+    >>> clock_label(Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0)), clock_label(Setup("m", "modeled:p", "A100", 0.0,
+    ...                                                                                0, 1.0, 0, encode_scale=0.5))
+    ('modeled:p', 'modeled:p (encode cost x0.5)')
+    """
+    return setup.clock if setup.encode_scale == 1.0 else f"{setup.clock} (encode cost x{setup.encode_scale:g})"
 
 
 def noisy(meta: dict) -> bool:
@@ -148,7 +168,8 @@ def describe_noise(results: Results, setup: Setup) -> list[str]:
     if not parts:
         return []
     head = "WARNING: noisy timings; " if flagged else ""
-    return [f"{head}timing noise of clock {setup.clock} (a fixed probe forward, slowest / fastest): " + ", ".join(parts)]
+    return [f"{head}timing noise of clock {clock_label(setup)} (a fixed probe forward, slowest / fastest): "
+            + ", ".join(parts)]
 
 
 def noise_warnings(results: Results) -> list[str]:
@@ -252,8 +273,10 @@ def setup_label(setup: Setup) -> str:
     'm / wall / cpu / T=0.3 / seed 0 / N=4 sessions on one device, no batching, stagger random, draft policy round_robin'
     >>> setup_label(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, talker="espeak"))
     'm / wall / cpu / T=0 / seed 0 / talker espeak'
+    >>> setup_label(Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0, encode_scale=0.25))
+    'm / modeled:p (encode cost x0.25) / A100 / T=0 / seed 0'
     """
-    label = f"{setup.model} / {setup.clock} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
+    label = f"{setup.model} / {clock_label(setup)} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
     label = f"{label} / {describe_sharing(setup)}" if setup.shares_device else label
     return f"{label} / {describe_talker(setup)}" if setup.speaks else label
 

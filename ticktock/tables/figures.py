@@ -5,7 +5,9 @@
 - 4b: speak and tool speedup versus sampling temperature, one line per (setup, decoder).
 - 4c: speak and tool speedup versus N concurrent sessions on one device (each over the baseline at the same
   N), one line per (setup, decoder, draft policy, batching), a log axis for tool speedups spanning more than 20;
-  not drawn without concurrency runs (the table says so; no data is faked).
+  and, when the runs recorded it (run.json ``shared_device``), a panel of where the device's time went: a stacked
+  bar per (N, row label) of its post-audio, drafting, talker and idle shares; not drawn without concurrency runs
+  (the table says so; no data is faked).
 
 Example::
 
@@ -24,7 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter  # noqa: E402
+from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter, ScalarFormatter  # noqa: E402
 
 from ticktock.tables.metrics import BUCKET_LABELS  # noqa: E402
 
@@ -124,15 +126,20 @@ def fig4c_lines(data: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
 
 
 def fig4c(data: pd.DataFrame, path: Path) -> Path | None:
-    """Speak and tool speedup versus N concurrent sessions; None without concurrency runs."""
+    """Speak and tool speedup versus N concurrent sessions, and where the device's time went (``utilisation_bars``)
+    when the runs recorded it; None without concurrency runs."""
     if data.empty:
         return None
     lines = fig4c_lines(data)
     kinds = [k for k in ("speak", "tool") if any(rows[f"{k} speedup"].notna().any() for rows in lines.values())]
-    if not kinds:
+    bars = utilisation_bars(data)
+    if not kinds and bars.empty:
         return None
     several = data["group"].nunique() > 1
-    fig, axes = plt.subplots(1, len(kinds), figsize=(max(7, 6 * len(kinds)), 5), squeeze=False)
+    panels = len(kinds) + (not bars.empty)
+    fig, axes = plt.subplots(1, panels, figsize=(max(7, 6 * panels), 5), squeeze=False)
+    if not bars.empty:
+        _utilisation_panel(axes[0, -1], bars)
     for ax, kind in zip(axes[0], kinds):
         column = f"{kind} speedup"
         for (group, label), rows in lines.items():
@@ -158,6 +165,45 @@ def fig4c(data: pd.DataFrame, path: Path) -> Path | None:
     title = "Figure 4c: speedup versus concurrent sessions"
     fig.suptitle(title if several else f"{title}\n{textwrap.fill(data['group'].iloc[0], 90)}", fontsize=9)
     return _save(fig, path)
+
+
+SHARES = {"post-audio %": "post-audio", "drafting %": "drafting", "talker %": "talker", "idle %": "idle"}
+
+
+def utilisation_bars(data: pd.DataFrame) -> pd.DataFrame:
+    """The bars of Figure 4c's device-time panel: one per row of ``data`` (``fig4c_data``) with recorded shares
+    (``SHARES``: all four), labelled by N and the row label (and the setup group when there are several), in the
+    table's order.
+
+    >>> rows = pd.DataFrame({"group": ["g", "g"], "N": [4, 1], "label": ["sl", "ar"], "post-audio %": [0.5, None],
+    ...                      "drafting %": [0.2, None], "talker %": [0.0, None], "idle %": [0.3, None]})
+    >>> utilisation_bars(rows).to_dict("records")
+    [{'bar': 'N=4\\nsl', 'post-audio': 0.5, 'drafting': 0.2, 'talker': 0.0, 'idle': 0.3}]
+    """
+    if not set(SHARES) <= set(data.columns):
+        return pd.DataFrame()
+    rows = data[data[list(SHARES)].notna().all(axis=1)]
+    several = data["group"].nunique() > 1
+    bars = [f"N={n}\n{label}" + (f"\n{group}" if several else "")
+            for n, label, group in zip(rows["N"], rows["label"], rows["group"])]
+    shares = rows[list(SHARES)].rename(columns=SHARES).reset_index(drop=True)
+    return shares.assign(bar=bars)[["bar", *SHARES.values()]]
+
+
+def _utilisation_panel(ax, bars: pd.DataFrame) -> None:
+    """Stacked bars of the device's time by what ran (``utilisation_bars``), as shares of its span."""
+    bottom = pd.Series(0.0, index=bars.index)
+    for part in SHARES.values():
+        ax.bar(range(len(bars)), bars[part], 0.7, bottom=bottom, label=part,
+               color="lightgrey" if part == "idle" else None)
+        bottom = bottom + bars[part]
+    labels = ["\n".join(textwrap.fill(line, 22) for line in bar.split("\n")) for bar in bars["bar"]]
+    ax.set_xticks(range(len(bars)), labels, fontsize=7)
+    ax.set_ylim(0, max(1.0, float(bottom.max())) * 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylabel("share of the device's span")
+    ax.set_title("where the device's time went")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # clear of the bar labels
 
 
 def _save(fig, path: Path) -> Path:

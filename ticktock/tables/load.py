@@ -2,8 +2,9 @@
 
 A run directory holds ``run.json`` and the three tables of ``ticktock.results.schema``. Every argument of
 the tables command is a run directory, a folder searched recursively for run directories, or a glob of
-either. Runs are grouped by **setup** (model, clock and profile, device, sampling, seed, and how many sessions
-shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy, and the talker
+either. Runs are grouped by **setup** (model, clock and profile with its audio-encoding what-if (run.json
+``clock.encode_scale``, 1 when absent), device, sampling, seed, and how many sessions shared the device:
+``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy, and the talker
 that spoke the assistant's text with its settings: ``config.talker``, none for a run without one): only runs of
 the same setup are ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
 share a cell when they hold disjoint sessions (e.g. one run per task, or the shards of a sharded run: all of them,
@@ -97,6 +98,7 @@ class Setup:
     draft_policy_args: str = ""  # its other settings (canonical JSON, "" when none)
     talker: str = "none"  # what spoke the assistant's text (config.talker.name): none, espeak, piper, modeled
     talker_args: str = ""  # its settings (canonical JSON, "" when none; ``talker_of``)
+    encode_scale: float = 1.0  # the modeled clock's factor on audio-encoding costs (run.json clock.encode_scale; 1: none)
 
     @property
     def speaks(self) -> bool:
@@ -113,13 +115,13 @@ class Setup:
         return (self.concurrency, self.batching, self.max_batch, self.stagger, self.draft_policy, self.draft_policy_args)
 
     def without_temperature(self) -> tuple:
-        return (self.model, self.clock, self.device, self.top_k, self.top_p, self.seed, *self.sharing(), self.talker,
-                self.talker_args)
+        return (self.model, self.clock, self.encode_scale, self.device, self.top_k, self.top_p, self.seed,
+                *self.sharing(), self.talker, self.talker_args)
 
     def without_sharing(self) -> tuple:
         """Everything but the concurrency fields (Figure 4c compares N within this)."""
-        return (self.model, self.clock, self.device, self.temperature, self.top_k, self.top_p, self.seed, self.talker,
-                self.talker_args)
+        return (self.model, self.clock, self.encode_scale, self.device, self.temperature, self.top_k, self.top_p,
+                self.seed, self.talker, self.talker_args)
 
 
 @dataclass
@@ -194,6 +196,7 @@ class Run:
             seed=int(config.get("seed", 0)),
             **sharing_of(config),
             **talker_of(config),
+            encode_scale=float(clock.get("encode_scale", 1.0)),
         )
 
 
@@ -339,8 +342,8 @@ def decoder_order(name: str) -> tuple:
 
 
 def setup_order(setup: Setup) -> tuple:
-    return (setup.model, setup.clock, setup.device, setup.temperature, setup.top_k, setup.top_p, setup.seed,
-            setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger, setup.draft_policy,
+    return (setup.model, setup.clock, setup.encode_scale, setup.device, setup.temperature, setup.top_k, setup.top_p,
+            setup.seed, setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger, setup.draft_policy,
             setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args)
 
 

@@ -1,0 +1,136 @@
+"""Capacity per device on the embedded model: for each decoder, with and without batching, the largest N sessions
+one device serves within the deadline criteria, and the ratio to AR's.
+
+For each decoder and batching it searches N (``ticktock.tables.capacity.search_capacity``: N = 1, 2, 4, ...
+while the run passes, then bisection, up to --limit): evaluating N replays the corpus with ``concurrency.sessions=N``
+(modeled clock by default: a deterministic simulation, so one run per N) into ``<out>/<decoder>-N<N>-b<0|1>`` and
+judges its chunks.parquet (``verdict``: deadline misses <= 5% of chunks and the 95th-percentile response onset
+<= 500 ms). Then it prints one line per decoder and batching (the capacity, x AR and the N tried) and writes the
+capacity table and figure from every run of the folder into ``<out>/tables``. Batching needs a cost profile with a
+batch dimension (the default a100-8b-derived has one). Runs resume (rerun to continue; a finished N is read back).
+
+Run (about 20 minutes on 2 CPU cores with the defaults: 2 sessions per task, up to 16 sessions at once)::
+
+    python scripts/bench_capacity.py --out results/capacity
+    python scripts/bench_capacity.py --decoders ar,speclisten --batching false --limit 8 clock=wall
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ticktock.corpus.arguments import whole_number
+from ticktock.errors import ConfigError, user_errors
+from ticktock.replay.runner import build, check_run_options, compose_run, run, select_sessions
+from ticktock.tables.build import FIGURE_TABLES
+from ticktock.tables.capacity import (CapacitySearch, capacity_data, capacity_figure, capacity_table, search_capacity,
+                                      verdict)
+from ticktock.tables.load import load_results
+from ticktock.tables.render import write_tables
+
+BATCHING = {"false": False, "true": True}
+
+
+def overrides(n: int, batching: bool, args) -> list[str]:
+    return [f"concurrency.sessions={n}", f"concurrency.batching={str(batching).lower()}", f"draft_policy={args.policy}",
+            *args.overrides]
+
+
+def passes(decoder: str, batching: bool, args):
+    """``passes(N)`` for ``search_capacity``: replay N sessions at once (resuming the run folder), judge its chunks."""
+    def judge(n: int) -> bool:
+        cfg = compose_run(decoder, args.model, args.per_task or None, overrides(n, batching, args))
+        folder = run(cfg, Path(args.out) / f"{decoder}-N{n}-b{int(batching)}").run_dir
+        result = verdict(pq.read_table(folder / "chunks.parquet").to_pandas())
+        onset = f"{result.p95_onset_ms:.0f} ms over {result.onsets} onsets" if result.onsets else "none (no onsets)"
+        print(f"  {decoder} N={n} batching={str(batching).lower()}: miss {result.miss_rate:.1%}, p95 onset {onset}: "
+              f"{'pass' if result.passes else 'fail'}", flush=True)
+        return result.passes
+    return judge
+
+
+def session_count(args) -> int:
+    """How many sessions a run of these options replays (N beyond it replays the same sessions, all at once)."""
+    cfg = compose_run("ar", args.model, args.per_task or None, overrides(1, False, args))
+    check_run_options(cfg)  # a bad override: one line before any work
+    return len(select_sessions(cfg, build(cfg.task)))
+
+
+def refusal(decoder: str, batching: bool, limit: int, args) -> str | None:
+    """Why a decoder cannot be searched with this batching (a shared device it cannot use, a profile without a batch
+    dimension), checked before any work; None when it can."""
+    try:
+        check_run_options(compose_run(decoder, args.model, args.per_task or None, overrides(limit, batching, args)))
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
+def tried_text(search: CapacitySearch) -> str:
+    return " ".join(f"{n}{'+' if ok else '-'}" for n, ok in search.tried.items())
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="results/capacity")
+    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--per-task", type=whole_number(0), default=2, help="sessions per task type (0: all)")
+    parser.add_argument("--decoders", default="ar,speclisten,speclisten_stream", help="AR first: the ratios are to it")
+    parser.add_argument("--batching", default="false,true", help="false, true or both (concurrency.batching)")
+    parser.add_argument("--limit", type=whole_number(1, 1024), default=16, help="the largest N tried")
+    parser.add_argument("--policy", default="expected_savings", help="the draft policy (configs/draft_policy/)")
+    parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
+    args = parser.parse_args(argv)
+    wrong = [b for b in args.batching.split(",") if b not in BATCHING]
+    if wrong:
+        parser.error(f"argument --batching: expected false, true or false,true, got {args.batching!r}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    decoders = [d for d in args.decoders.split(",") if d]
+    limit = min(args.limit, session_count(args))
+    if limit < args.limit:
+        print(f"--limit {args.limit} is above the {limit} sessions a run replays: N up to {limit} (more sessions at "
+              "once than the run has cannot be measured; --per-task 0 replays them all)")
+    lines = [(decoder, BATCHING[b]) for b in args.batching.split(",") for decoder in decoders]
+    found: dict[tuple[str, bool], CapacitySearch | str] = {}
+    for decoder, batching in lines:  # every line checked first: a refused one is said, the others still run
+        why = refusal(decoder, batching, max(limit, 2), args)
+        if why:
+            found[decoder, batching] = f"refused: {why}"
+            print(f"{decoder} batching={str(batching).lower()}: {found[decoder, batching]}")
+    for decoder, batching in lines:
+        if (decoder, batching) not in found:
+            found[decoder, batching] = search_capacity(passes(decoder, batching, args), limit)
+    for (decoder, batching), search in found.items():
+        head = f"{decoder:18} batching={str(batching).lower():5}"
+        if isinstance(search, str):
+            print(f"{head} {search}")
+            continue
+        ar = found.get(("ar", batching))
+        ratio = search.capacity / ar.capacity if isinstance(ar, CapacitySearch) and ar.capacity else float("nan")
+        bound = f" (the limit: at least {search.capacity})" if search.at_limit else ""
+        print(f"{head} capacity {search.capacity:>3}{bound}  x AR {ratio:.2f}  tried {tried_text(search)}")
+    write_capacity(Path(args.out))
+    return 0
+
+
+def write_capacity(out: Path) -> None:
+    """The capacity table (md, csv) and figure of every run in ``out``, into ``out/tables``."""
+    results = load_results([str(out)])
+    data = capacity_data(results)
+    tables = out / "tables"
+    tables.mkdir(parents=True, exist_ok=True)
+    written = write_tables([capacity_table(results, data=data)], tables, ("md", "csv"))
+    figure = capacity_figure(data, tables / FIGURE_TABLES["capacity"])
+    print("written: " + ", ".join(str(p) for p in [*written, *([figure] if figure else [])]))
+
+
+if __name__ == "__main__":
+    with user_errors(prog="bench_capacity"):
+        raise SystemExit(main())

@@ -1,0 +1,387 @@
+"""Capacity per device: how many sessions one device serves within the deadline criteria.
+
+A service owner buys devices by capacity: per decoder, with and without ``concurrency.batching``, the largest N
+(``concurrency.sessions``: sessions replayed at once on one device) at which the device keeps deadline misses at
+or below 5% of chunks (chunks.parquet ``missed_deadline``) and the 95th-percentile response onset at or below
+500 ms (``response_ms`` of the chunks with ``is_onset``): ``CapacityCriteria``, judged per run by ``verdict``.
+
+``search_capacity`` picks which N to replay (``scripts/bench_capacity.py`` runs it: doubling N, then bisecting),
+assuming misses and onsets only grow with N. ``capacity_data`` judges every N present in the results, per setup
+group (everything but how the device was shared, as Figure 4c: ``analysis.fig4c_data``), decoder and batching;
+``capacity_table`` and ``capacity_figure`` are drawn from it.
+
+Example::
+
+    >>> search_capacity(lambda n: n <= 6, limit=16).capacity
+    6
+    >>> results = load_results(["results/capacity"])                       # doctest: +SKIP
+    >>> capacity_table(results).frame[["decoder", "batching", "capacity", "x AR"]]   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ticktock.tables.analysis import _fig4c_cells, _fig4c_clock_note, _group_label, _shown_names
+from ticktock.tables.analysis import FIG4C_SETUP_FIELDS
+from ticktock.tables.common import Table, provenance_notes, setup_columns, varying
+from ticktock.tables.load import Cell, Results, decoder_order
+
+
+@dataclass(frozen=True)
+class CapacityCriteria:
+    """What one device must keep at N sessions: the share of chunks that miss their deadline at most
+    ``max_miss_rate``, and the 95th-percentile response onset at most ``max_p95_onset_ms``.
+
+    >>> CapacityCriteria().describe()
+    'deadline misses <= 5% of chunks and 95th-percentile response onset <= 500 ms'
+    >>> CapacityCriteria(max_miss_rate=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_miss_rate: must be a share from 0 to 1, got 1.5
+    """
+
+    max_miss_rate: float = 0.05
+    max_p95_onset_ms: float = 500.0
+
+    def __post_init__(self):
+        if not 0.0 <= self.max_miss_rate <= 1.0:  # NaN fails too
+            raise ValueError(f"max_miss_rate: must be a share from 0 to 1, got {self.max_miss_rate!r}")
+        if not 0.0 < self.max_p95_onset_ms < math.inf:
+            raise ValueError(f"max_p95_onset_ms: must be a finite number of ms > 0, got {self.max_p95_onset_ms!r}")
+
+    def describe(self) -> str:
+        return (f"deadline misses <= {self.max_miss_rate:.0%} of chunks and 95th-percentile response onset <= "
+                f"{self.max_p95_onset_ms:g} ms")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One run (or cell) against the criteria: its deadline-miss rate, the 95th percentile of its response onsets
+    (NaN without onset chunks), how many onset chunks, and whether it passes."""
+
+    miss_rate: float
+    p95_onset_ms: float
+    onsets: int
+    passes: bool
+
+
+def verdict(chunks: pd.DataFrame, criteria: CapacityCriteria = CapacityCriteria()) -> Verdict:
+    """Judge a chunks table (chunks.parquet) against ``criteria``: the miss rate over the chunks with a
+    ``missed_deadline`` value, the 95th percentile (numpy's default, linear) of ``response_ms`` over the chunks with
+    ``is_onset``. Without onset chunks the p95 is NaN and the onset criterion counts as met (nothing started a reply
+    late); without any chunk nothing shows the device keeps up, and the verdict fails.
+
+    >>> chunks = pd.DataFrame({"missed_deadline": [False, False, False, True], "is_onset": [True, True, False, True],
+    ...                        "response_ms": [100.0, 300.0, 900.0, 500.0]})
+    >>> verdict(chunks)
+    Verdict(miss_rate=0.25, p95_onset_ms=480.0, onsets=3, passes=False)
+    >>> verdict(chunks, CapacityCriteria(max_miss_rate=0.25))
+    Verdict(miss_rate=0.25, p95_onset_ms=480.0, onsets=3, passes=True)
+    >>> verdict(chunks.assign(is_onset=False, missed_deadline=False))
+    Verdict(miss_rate=0.0, p95_onset_ms=nan, onsets=0, passes=True)
+    """
+    missed = chunks["missed_deadline"].dropna().astype(bool)
+    onsets = chunks.loc[chunks["is_onset"].fillna(False).astype(bool), "response_ms"].dropna()
+    miss_rate = float(missed.mean()) if len(missed) else math.nan
+    p95 = float(np.percentile(onsets.to_numpy(float), 95)) if len(onsets) else math.nan
+    passes = bool(len(missed)) and miss_rate <= criteria.max_miss_rate and (
+        not len(onsets) or p95 <= criteria.max_p95_onset_ms)
+    return Verdict(miss_rate, p95, len(onsets), bool(passes))
+
+
+def shortfall(result: Verdict, criteria: CapacityCriteria = CapacityCriteria()) -> str:
+    """Which criteria a failing verdict missed, in words ('' for a pass).
+
+    >>> shortfall(Verdict(0.125, 620.0, 8, False))
+    'miss 12.5% > 5%, p95 onset 620 ms > 500 ms'
+    >>> shortfall(Verdict(math.nan, math.nan, 0, False))
+    'no chunks'
+    """
+    if result.passes:
+        return ""
+    if math.isnan(result.miss_rate):
+        return "no chunks"
+    parts = []
+    if result.miss_rate > criteria.max_miss_rate:
+        parts.append(f"miss {result.miss_rate:.1%} > {criteria.max_miss_rate:.0%}")
+    if result.onsets and result.p95_onset_ms > criteria.max_p95_onset_ms:
+        parts.append(f"p95 onset {result.p95_onset_ms:.0f} ms > {criteria.max_p95_onset_ms:g} ms")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class CapacitySearch:
+    """What ``search_capacity`` found: the capacity, every N it tried with whether it passed (in the order tried),
+    and its limit (a capacity equal to the limit is a lower bound: ``at_limit``)."""
+
+    capacity: int
+    tried: dict[int, bool] = field(default_factory=dict)
+    limit: int = 0
+
+    @property
+    def at_limit(self) -> bool:
+        return self.capacity == self.limit
+
+
+def search_capacity(passes: Callable[[int], bool], limit: int) -> CapacitySearch:
+    """The largest N from 1 to ``limit`` for which ``passes(N)``: N = 1, 2, 4, ... doubling while it passes (the
+    last step capped at ``limit``, never beyond), then bisecting between the last N that passed and the first that
+    failed. Capacity 0 when N = 1 fails. It assumes that misses and onsets only grow with N (a pass above a failing
+    N is never looked for), and calls ``passes`` once per N.
+
+    >>> found = search_capacity(lambda n: n <= 6, limit=16)
+    >>> found.capacity, found.tried
+    (6, {1: True, 2: True, 4: True, 8: False, 6: True, 7: False})
+    >>> search_capacity(lambda n: True, limit=5).tried, search_capacity(lambda n: False, limit=5).capacity
+    ({1: True, 2: True, 4: True, 5: True}, 0)
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit: must be a whole number >= 1, got {limit!r}")
+    tried: dict[int, bool] = {}
+
+    def check(n: int) -> bool:
+        tried[n] = bool(passes(n))
+        return tried[n]
+
+    if not check(1):
+        return CapacitySearch(0, tried, limit)
+    low, high = 1, None
+    while low < limit:
+        n = min(2 * low, limit)
+        if not check(n):
+            high = n
+            break
+        low = n
+    while high is not None and high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if check(middle) else (low, middle)
+    return CapacitySearch(low, tried, limit)
+
+
+def capacity_of(passes: dict[int, bool]) -> float:
+    """The capacity the N tried show: the largest N such that every N tried up to it passes; 0 when N = 1 fails,
+    NaN when the smallest N tried is above 1 and fails (below it nothing was tried).
+
+    >>> capacity_of({1: True, 2: True, 4: False, 3: True}), capacity_of({1: True, 2: False, 4: True})
+    (3, 1)
+    >>> capacity_of({1: False}), capacity_of({4: False}), capacity_of({2: True})
+    (0, nan, 2)
+    """
+    capacity = 0
+    for n in sorted(passes):
+        if not passes[n]:
+            return math.nan if capacity == 0 and n > 1 else capacity
+        capacity = n
+    return capacity
+
+
+# --- from results ------------------------------------------------------------------------------------------------
+
+LINE_FIELDS = ("max_batch", "stagger", "draft_policy", "draft_policy_args")  # what else names a line, with batching
+
+
+def _line_key(cell: Cell) -> tuple:
+    """A line of capacity: the setup group, the decoder, batching and the rest of how the device was shared, but N."""
+    setup = cell.setup
+    rest = tuple(getattr(setup, name) for name in LINE_FIELDS) if setup.shares_device else (None, "", "", "")
+    return (setup.without_sharing(), cell.decoder, setup.batching, *rest)
+
+
+def capacity_lines(results: Results) -> dict[tuple, list[Cell]]:
+    """The cells of every setup group with a concurrency run, as lines by N: per (group, decoder, batching, max batch,
+    stagger, draft policy), its cells. The run of one session alone (N = 1, no batching) is the start of every
+    unbatched line of its decoder in its group; a decoder with no unbatched run at N > 1 has no unbatched line
+    (``alone_only``)."""
+    cells = _fig4c_cells(results)
+    lines: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        if cell.setup.shares_device:
+            lines.setdefault(_line_key(cell), []).append(cell)
+    for cell in cells:
+        if not cell.setup.shares_device:
+            for key in [key for key in lines if key[:3] == _line_key(cell)[:3]]:
+                lines[key].insert(0, cell)
+    order = sorted(lines, key=lambda k: (tuple(map(str, k[0])), k[2], decoder_order(k[1]), tuple(map(str, k[3:]))))
+    return {key: sorted(lines[key], key=lambda c: c.setup.concurrency) for key in order}
+
+
+def alone_only(results: Results) -> list[Cell]:
+    """The runs of one session alone that start no line: their decoder has no unbatched run at N > 1 in their group."""
+    cells = _fig4c_cells(results)
+    unbatched = {_line_key(c)[:3] for c in cells if c.setup.shares_device}
+    return [c for c in cells if not c.setup.shares_device and _line_key(c)[:3] not in unbatched]
+
+
+def _labels(keys: list[tuple]) -> dict[tuple, str]:
+    """Row labels: the decoder, then each other sharing field that takes several values among the lines (a draft
+    policy's settings when one policy runs with several).
+
+    >>> keys = [("g", "ar", False, None, "random", "expected_savings", '{"speech_dbfs": -45.0}'),
+    ...         ("g", "sl", True, None, "random", "round_robin", "")]
+    >>> list(_labels(keys).values())
+    ['ar, expected_savings', 'sl, round_robin']
+    """
+    several = [i for i in range(3, 6) if len({k[i] for k in keys}) > 1]
+    if any(len({k[6] for k in keys if k[5] == policy}) > 1 for policy in {k[5] for k in keys}):
+        several.append(6)  # a policy's settings, when one policy runs with several
+    words = {3: lambda v: f"max batch {v or 'all'}", 4: lambda v: f"stagger {v}", 5: lambda v: v or "no draft policy",
+             6: lambda v: v or "(default settings)"}
+    return {key: ", ".join([key[1], *(words[i](key[i]) for i in several)]) for key in keys}
+
+
+DATA_COLUMNS = ["group", "decoder", "label", "batching", "N", "miss rate", "p95 onset ms", "onsets", "chunks",
+                "passes", "shortfall", "capacity", "first failing N", "x baseline", "baseline capacity"]
+
+
+def capacity_data(results: Results, baseline: str = "ar",
+                  criteria: CapacityCriteria = CapacityCriteria()) -> pd.DataFrame:
+    """One row per line (setup group, decoder, batching, and how else the device was shared) and N present: its
+    ``verdict``, the line's capacity (``capacity_of`` its N), the first failing N above it, and the ratio to the
+    baseline's capacity in the same group and batching (its max batch, stagger and draft policy the same when such a
+    line exists, else any: the draft policy only orders draft forwards); NaN when the baseline has no line there or a
+    capacity of 0. Empty without concurrency runs."""
+    lines = capacity_lines(results)
+    shown = varying(results, FIG4C_SETUP_FIELDS)
+    labels = _labels(list(lines))
+    found = {key: {c.setup.concurrency: verdict(c.chunks, criteria) for c in cells} for key, cells in lines.items()}
+    capacities = {key: capacity_of({n: v.passes for n, v in by_n.items()}) for key, by_n in found.items()}
+    rows = []
+    for key, cells in lines.items():
+        capacity, base = capacities[key], _baseline_capacity(key, capacities, baseline)
+        fails = [n for n, v in found[key].items() if not v.passes]  # the first is above the capacity
+        for cell in cells:
+            result = found[key][cell.setup.concurrency]
+            rows.append({**setup_columns(cell.setup, shown), "group": _group_label(cell.setup), "decoder": key[1],
+                         "label": labels[key], "batching": key[2], "N": cell.setup.concurrency,
+                         "miss rate": result.miss_rate, "p95 onset ms": result.p95_onset_ms, "onsets": result.onsets,
+                         "chunks": len(cell.chunks), "passes": result.passes, "shortfall": shortfall(result, criteria),
+                         "capacity": capacity, "first failing N": min(fails) if fails else math.nan,
+                         "x baseline": capacity / base if base > 0 else math.nan, "baseline capacity": base})
+    return pd.DataFrame(rows, columns=[*_shown_names(results, shown), *DATA_COLUMNS])
+
+
+def _baseline_capacity(key: tuple, capacities: dict[tuple, float], baseline: str) -> float:
+    exact = (key[0], baseline, *key[2:])
+    if exact in capacities:
+        return capacities[exact]
+    same = [k for k in capacities if k[1] == baseline and k[0] == key[0] and k[2:5] == key[2:5]]
+    return capacities[same[0]] if same else math.nan
+
+
+def capacity_table(results: Results, baseline: str = "ar", criteria: CapacityCriteria = CapacityCriteria(),
+                   data: pd.DataFrame | None = None) -> Table:
+    """Capacity as a table: one row per line (group, decoder, batching): its capacity, the ratio to the baseline's,
+    the first failing N, the miss rate and p95 onset at the capacity, and the N that passed and failed (with what they
+    missed). Without concurrency runs: an empty table and a note saying so, nothing faked."""
+    data = capacity_data(results, baseline, criteria) if data is None else data
+    title = "Capacity: sessions per device within the deadline criteria"
+    ratio = "x AR" if baseline == "ar" else f"x {baseline}"
+    if not len(data):
+        notes = ["no concurrency runs: every run replayed one session alone on the device; replay each decoder at "
+                 "several N (concurrency.sessions=N; scripts/bench_capacity.py searches N) to measure capacity",
+                 f"criteria: {criteria.describe()}"]
+        return Table("capacity", title, pd.DataFrame(), {}, notes)
+    shown = _shown_names(results, varying(results, FIG4C_SETUP_FIELDS))
+    rows = [_table_row(line, shown, ratio) for _, line in data.groupby(["group", "label", "batching"], sort=False)]
+    formats = {"capacity": ".0f", ratio: ".2f", "first failing N": ".0f", "miss rate at capacity": ".1%",
+               "p95 onset ms at capacity": ".0f"}
+    setups = list(dict.fromkeys(c.setup for c in _fig4c_cells(results)))
+    return Table("capacity", title, pd.DataFrame(rows), formats, _notes(results, data, baseline, criteria), [],
+                 provenance_notes(results, setups))
+
+
+def _table_row(line: pd.DataFrame, shown: list[str], ratio: str) -> dict:
+    first = line.iloc[0]
+    at = line[line["N"] == first["capacity"]]
+    passing = ", ".join(str(n) for n in line.loc[line["passes"], "N"])
+    fails = line[~line["passes"]]
+    failing = ", ".join(f"{n} ({why})" for n, why in zip(fails["N"], fails["shortfall"]))
+    return {**first[shown].to_dict(), "decoder": first["label"], "batching": "yes" if first["batching"] else "no",
+            "capacity": first["capacity"], ratio: first["x baseline"], "first failing N": first["first failing N"],
+            "miss rate at capacity": at["miss rate"].iloc[0] if len(at) else math.nan,
+            "p95 onset ms at capacity": at["p95 onset ms"].iloc[0] if len(at) else math.nan,
+            "N passing": passing or "none", "N failing": failing or "none"}
+
+
+def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: CapacityCriteria) -> list[str]:
+    notes = [f"capacity: the largest N (sessions replayed at once on one device) at which the device keeps "
+             f"{criteria.describe()}, with every smaller N tried passing too; the miss rate over all chunks "
+             "(chunks.parquet missed_deadline), the p95 over the response_ms of the chunks with is_onset (numpy's "
+             "linear percentile); a run without onset chunks meets the onset criterion; 0: one session alone fails, "
+             "–: the smallest N tried (above 1) fails",
+             "N passing / N failing: the N present for the line (an unbatched line starts from the decoder's run of "
+             "one session alone), a failing N with what it missed; the capacity is exact when capacity + 1 failed, "
+             "else between it and the first failing N - 1, and a lower bound when no N above it failed",
+             f"x {'AR' if baseline == 'ar' else baseline}: the capacity over {baseline}'s in the same setup group and "
+             "batching (its max batch, stagger and draft policy the same when such a run exists); – when "
+             f"{baseline} has no runs there or a capacity of 0",
+             "the search (scripts/bench_capacity.py: N = 1, 2, 4, ... while it passes, then bisection) assumes "
+             "deadline misses and onsets only grow with N: N it skipped are taken to pass below the capacity and to "
+             "fail above",
+             _fig4c_clock_note(results)]
+    for cell in alone_only(results):
+        notes.append(f"{cell.decoder} ({_group_label(cell.setup)}): replayed alone only, with no unbatched run at "
+                     "N > 1: no unbatched capacity")
+    for (group, label, batching), line in data.groupby(["group", "label", "batching"], sort=False):
+        above = line[line["passes"] & (line["N"] > line["first failing N"])]
+        if len(above):
+            passing = ", ".join(str(n) for n in above["N"])
+            where = f"{label}{' with batching' if batching else ''} ({group})"
+            notes.append(f"not monotonic: {where} passes at N={passing} above its failing "
+                         f"N={line['first failing N'].iloc[0]:.0f}; its capacity counts the first failure")
+    return notes
+
+
+def capacity_figure(data: pd.DataFrame, path: Path, criteria: CapacityCriteria = CapacityCriteria()) -> Path | None:
+    """Deadline-miss rate and p95 response onset versus N, one line per (group, decoder, batching; batched lines
+    dashed), the criteria as dotted red lines and each line's capacity circled; None without concurrency runs."""
+    if data.empty:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    several = data["group"].nunique() > 1
+    panels = (("miss rate", 100.0, 100.0 * criteria.max_miss_rate, "deadline-miss rate (% of chunks)"),
+              ("p95 onset ms", 1.0, criteria.max_p95_onset_ms, "95th-percentile response onset (ms)"))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), squeeze=False)
+    for ax, (column, scale, limit, ylabel) in zip(axes[0], panels):
+        for (group, label, batching), line in data.groupby(["group", "label", "batching"], sort=False):
+            line = line.sort_values("N")
+            name = f"{label}{', batching' if batching else ''}, capacity {_count(line['capacity'].iloc[0])}"
+            drawn = ax.plot(line["N"], scale * line[column], marker="o", linestyle="--" if batching else "-",
+                            label=f"{name} ({group})" if several else name)
+            at = line[line["N"] == line["capacity"]]
+            ax.plot(at["N"], scale * at[column], marker="o", markersize=14, fillstyle="none",
+                    color=drawn[0].get_color(), linestyle="none")
+        ax.axhline(limit, color="red", linewidth=1.0, linestyle=":", label="criterion")
+        if data[column].isna().all():
+            ax.text(0.5, 0.5, "no onset chunks: the onset criterion is met", transform=ax.transAxes, ha="center")
+        ns = sorted(set(data["N"]))
+        ax.set_xscale("log", base=2)
+        ax.set_xlim(ns[0] / 1.3, ns[-1] * 1.3)
+        ax.set_xticks(ns, [str(n) for n in ns])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("concurrent sessions on one device (N)")
+        ax.set_ylabel(ylabel)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, loc="lower center", ncol=2, frameon=False)
+    fig.suptitle(f"Capacity: sessions per device within {criteria.describe()} (capacity circled)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.06 + 0.025 * math.ceil(len(names) / 2), 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _count(value: float) -> str:
+    return "–" if value != value else f"{value:.0f}"
