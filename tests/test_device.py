@@ -1,5 +1,6 @@
-"""Sessions sharing one device: hand-computed timelines, N = 1 equals a session alone, tokens never depend on N,
-batched steps, determinism, and a session that fails to load."""
+"""Sessions sharing one device: hand-computed timelines (with waiting lanes too), N = 1 equals a session alone, tokens
+never depend on N (decoders that wait for audio included), batched post-audio and draft steps, determinism, and a
+session that fails to load."""
 
 import re
 from pathlib import Path

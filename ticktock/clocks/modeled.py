@@ -375,12 +375,14 @@ def _is_cost(value) -> bool:
 
 
 def dotted(keys: tuple) -> str:
-    """A field path as written in messages.
+    """A field path as written in messages (a name that is not printable, e.g. a line break, as its repr, so the
+    message stays one line).
 
-    >>> dotted(("forward_ms", 2, 1)), dotted(("encode_ms",))
-    ('forward_ms[2][1]', 'encode_ms')
+    >>> dotted(("forward_ms", 2, 1)), dotted(("encode_ms",)), dotted(("\\n",))
+    ('forward_ms[2][1]', 'encode_ms', "'\\\\n'")
     """
-    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else str(k)) for i, k in enumerate(keys))
+    names = [k if isinstance(k, int) or str(k).isprintable() else repr(k) for k in keys]
+    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else str(k)) for i, k in enumerate(names))
 
 
 def _read_yaml(path: Path):
