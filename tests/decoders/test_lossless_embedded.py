@@ -56,3 +56,28 @@ def test_partial_hypotheses_under_every_redraft_policy_equal_ar(embedded_adapter
     decoder = build(compose_run("speclisten_stream", "embedded", None, [f"decoder.redraft_policy={policy}"]).decoder)
     session = sessions[0]
     assert replay(embedded_adapter, session, decoder, 16) == replay(embedded_adapter, session, ARDecoder(), 16)
+
+
+@pytest.mark.parametrize("name,batching", [("ar_prefill", False), ("speclisten_stream", False),
+                                           ("speclisten_stream", True)])
+def test_on_a_shared_device_outputs_equal_ar(embedded_adapter, sessions, name, batching):
+    """Three sessions at once on one device: waiting lanes (early prefill, partial-audio re-drafts) and, with batching,
+    drafts batched across sessions leave every session's tokens those of AR alone."""
+    from ticktock.decoders.selection import Sampling
+    from ticktock.replay.concurrency import ConcurrencySettings, ConcurrentReplay
+    from ticktock.replay.device import SharedDevice
+    from ticktock.replay.engine import ReplayEngine
+    from ticktock.scheduling.expected_savings import ExpectedSavings
+    from ticktock.sessions.audio import load_audio
+
+    expected = {s.session_id: replay(embedded_adapter, s, ARDecoder(), 8) for s in sessions}
+    clock = ModeledClock(CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml")))
+    engines = [ReplayEngine(embedded_adapter.replica(), DECODERS[name](), clock, Sampling(),
+                            ToolCallInjector(MockToolExecutor()), max_chunks=8) for _ in sessions]
+    device, got = SharedDevice(clock, ExpectedSavings(), batching=batching), {}
+    ConcurrentReplay(engines, device, ConcurrencySettings(sessions=3, batching=batching, stagger=0.0)).replay(
+        sessions, lambda s: load_audio(s.audio_path), lambda trace: got.setdefault(trace.session.session_id, outputs(trace)))
+    assert got == expected
+    assert device.stats.sleeps > 0  # the lanes waited for audio inside their windows
+    if batching:
+        assert device.stats.batched_draft_steps + device.stats.carried_drafts > 0  # drafts did run batched

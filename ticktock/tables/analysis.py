@@ -23,8 +23,8 @@ from dataclasses import replace
 import pandas as pd
 
 from ticktock.tables import metrics
-from ticktock.tables.common import (Table, clock_label, provenance_notes, run_names, setup_columns, setup_label,
-                                    single_session, varying)
+from ticktock.tables.common import (Table, clock_label, encode_scale_note, provenance_notes, run_names, setup_columns,
+                                    setup_label, single_session, varying)
 from ticktock.tables.load import Cell, Results, Setup, decoder_order
 from ticktock.tables.paper import paper_note, paper_value
 
@@ -83,10 +83,10 @@ def fig4a_data(results: Results) -> pd.DataFrame:
         for bucket, row in metrics.forwards_by_bucket(subset).iterrows():
             rows.append({**setup_columns(cell.setup, shown), "setup": setup_label(cell.setup), "decoder": cell.decoder,
                          "tasks": label, "bucket": bucket, "forwards": row["forwards"], "chunks": int(row["chunks"])})
-    return pd.DataFrame(rows, columns=[*_shown_names(results), "setup", "decoder", "tasks", "bucket", "forwards", "chunks"])
+    return pd.DataFrame(rows, columns=[*shown_names(results), "setup", "decoder", "tasks", "bucket", "forwards", "chunks"])
 
 
-def _shown_names(results: Results, shown: list[str] | None = None) -> list[str]:
+def shown_names(results: Results, shown: list[str] | None = None) -> list[str]:
     shown = varying(results) if shown is None else shown
     return list(setup_columns(results.setups()[0], shown)) if results.cells else []
 
@@ -95,7 +95,7 @@ def _shown_names(results: Results, shown: list[str] | None = None) -> list[str]:
 def fig4a_table(results: Results, data: pd.DataFrame | None = None) -> Table:
     """Figure 4a as a table: 'mean forwards (chunks)' per bucket."""
     data = fig4a_data(results) if data is None else data
-    keys, rows = [*_shown_names(results), "decoder", "tasks"], []
+    keys, rows = [*shown_names(results), "decoder", "tasks"], []
     buckets = [b for b in metrics.BUCKET_LABELS if b in set(data["bucket"])]
     for _, group in data.groupby(["setup", "decoder", "tasks"], sort=False):
         cells = {b: f"{f:.1f} ({n})" for b, f, n in zip(group["bucket"], group["forwards"], group["chunks"])}
@@ -123,7 +123,7 @@ def fig4b_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
             for cell in results.in_setup(setup) if base is not None and len(setups) > 1 else []:
                 if cell is not base:
                     rows += _temperature_rows(base, cell, shown)
-    data = pd.DataFrame(rows, columns=[*_shown_names(results, shown), "group", "decoder", "temperature", "kind",
+    data = pd.DataFrame(rows, columns=[*shown_names(results, shown), "group", "decoder", "temperature", "kind",
                                        "speedup", "chunks"])
     swept = data.groupby(["group", "decoder", "kind"])["temperature"].transform("nunique") > 1
     return data[swept].reset_index(drop=True)
@@ -183,9 +183,9 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     tool chunks, the mean per-session max lag and the mean device wait of the chunks' post-audio work, and where the
     device's time went (``UTILISATION``: ``device_shares``; NaN where the runs did not record it). Empty when no run
     shared the device."""
-    cells = _fig4c_cells(results)
+    cells = sharing_cells(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
-    columns = [*_shown_names(results, shown), "group", "greedy", "N", "decoder", "label", "draft policy", "batching",
+    columns = [*shown_names(results, shown), "group", "greedy", "N", "decoder", "label", "draft policy", "batching",
                "is baseline", "baseline run", *FIG4C_METRICS, *UTILISATION]
     label = _fig4c_labeller(cells)
     rows = []
@@ -193,7 +193,7 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
         base = _baseline_at(results, cell.setup, baseline)
         speak, tool = _fig4c_speedups(base, cell)
         chunks, tools = cell.chunks, cell.chunks[metrics.tool_mask(cell.chunks)]
-        rows.append({**setup_columns(cell.setup, shown), "group": _group_label(cell.setup),
+        rows.append({**setup_columns(cell.setup, shown), "group": group_label(cell.setup),
                      "greedy": cell.setup.temperature == 0, "N": cell.setup.concurrency,
                      "decoder": cell.decoder, "label": label(cell), "draft policy": cell.setup.draft_policy,
                      "batching": cell.setup.batching, "is baseline": cell.decoder == baseline,
@@ -248,13 +248,13 @@ def _device_time(shared, key: str) -> float:
     return float(shared[key])
 
 
-def _fig4c_cells(results: Results) -> list[Cell]:
+def sharing_cells(results: Results) -> list[Cell]:
     """Every cell of the setup groups (everything but how the device was shared) that hold a concurrency run."""
     groups = {c.setup.without_sharing() for c in results.cells if c.setup.shares_device}
     return [c for c in results.cells if c.setup.without_sharing() in groups]
 
 
-def _group_label(setup: Setup) -> str:
+def group_label(setup: Setup) -> str:
     """The setup without how the device was shared (4c compares N within it)."""
     label = setup_label(replace(setup, **ALONE))
     return label + (f" / top_k {setup.top_k}, top_p {setup.top_p:g}" if setup.top_k or setup.top_p != 1.0 else "")
@@ -322,14 +322,13 @@ def _fig4c_labeller(cells: list[Cell]):
     return label
 
 
-def _fig4c_clock_note(results: Results) -> str:
+def sharing_clock_note(results: Results) -> str:
     """The clocks (with their cost profiles) behind the 4c rows, in words."""
     parts = []
-    for cell in _fig4c_cells(results):
+    for cell in sharing_cells(results):
         clock = cell.meta.get("clock") or {}
         if clock.get("profile"):
-            scaled = (f", every audio encoding charged {cell.setup.encode_scale:g} times the profile's cost "
-                      "(clock.encode_scale)" if cell.setup.encode_scale != 1.0 else "")
+            scaled = encode_scale_note(cell.setup)
             part = (f"clock {clock_label(cell.setup)}: modeled from cost profile {clock['profile']} for device "
                     f"{cell.setup.device} (a deterministic simulation of the shared device; batched steps are "
                     f"charged by the profile's batch model{scaled})")
@@ -364,7 +363,7 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
                  "concurrency.sessions=N (configs/run.yaml; e.g. N = 2, 4, 8, for the baseline and each decoder) to "
                  "measure speedup versus N concurrent sessions", paper_note("fig4c")]
         return Table("fig4c_concurrency", "Figure 4c: speedup versus concurrent sessions", pd.DataFrame(), {}, notes)
-    frame = data[[*_shown_names(results, varying(results, FIG4C_SETUP_FIELDS)), "N"]].copy()
+    frame = data[[*shown_names(results, varying(results, FIG4C_SETUP_FIELDS)), "N"]].copy()
     frame["decoder"] = data["label"]
     comparable = data["greedy"].astype(bool) & ~data["batching"].astype(bool)  # the paper: greedy, batch 1
     for column in FIG4C_METRICS[:-2]:
@@ -386,7 +385,7 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
              "work on the device), averaged over chunks",
              "N = 1: one session alone on the device (the runs of Tables 2-5); N > 1: that many sessions replayed at "
              "once on one device, each started at a staggered offset (ticktock.replay.concurrency)",
-             _fig4c_clock_note(results), _utilisation_note(recorded)]
+             sharing_clock_note(results), _utilisation_note(recorded)]
     for _, row in data[data["baseline run"] == ""].iterrows():
         notes.append(f"no {baseline} run at N={row['N']} with the device shared as for {row['label']} ({row['group']}): "
                      "no speedups there")
@@ -395,7 +394,7 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
     formats = {"speak speedup": ".2f", "tool speedup": ".2f", "deadline-miss rate": ".1%",
                "tool deadline-miss rate": ".1%", "mean max lag ms": ".1f", "mean device wait ms": ".1f",
                **dict.fromkeys(UTILISATION, ".1%")}
-    setups = list(dict.fromkeys(c.setup for c in _fig4c_cells(results)))
+    setups = list(dict.fromkeys(c.setup for c in sharing_cells(results)))
     title = f"Figure 4c: speedup over {baseline} versus N concurrent sessions on one device"
     return Table("fig4c_concurrency", title, frame.reset_index(drop=True), formats, notes, [],
                  provenance_notes(results, setups))

@@ -28,8 +28,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ticktock.tables.analysis import _fig4c_cells, _fig4c_clock_note, _group_label, _shown_names
-from ticktock.tables.analysis import FIG4C_SETUP_FIELDS
+from ticktock.tables.analysis import FIG4C_SETUP_FIELDS, group_label, sharing_cells, sharing_clock_note, shown_names
 from ticktock.tables.common import Table, provenance_notes, setup_columns, varying
 from ticktock.tables.load import Cell, Results, decoder_order
 
@@ -199,7 +198,7 @@ def capacity_lines(results: Results) -> dict[tuple, list[Cell]]:
     stagger, draft policy), its cells. The run of one session alone (N = 1, no batching) is the start of every
     unbatched line of its decoder in its group; a decoder with no unbatched run at N > 1 has no unbatched line
     (``alone_only``)."""
-    cells = _fig4c_cells(results)
+    cells = sharing_cells(results)
     lines: dict[tuple, list[Cell]] = {}
     for cell in cells:
         if cell.setup.shares_device:
@@ -214,7 +213,7 @@ def capacity_lines(results: Results) -> dict[tuple, list[Cell]]:
 
 def alone_only(results: Results) -> list[Cell]:
     """The runs of one session alone that start no line: their decoder has no unbatched run at N > 1 in their group."""
-    cells = _fig4c_cells(results)
+    cells = sharing_cells(results)
     unbatched = {_line_key(c)[:3] for c in cells if c.setup.shares_device}
     return [c for c in cells if not c.setup.shares_device and _line_key(c)[:3] not in unbatched]
 
@@ -258,13 +257,13 @@ def capacity_data(results: Results, baseline: str = "ar",
         fails = [n for n, v in found[key].items() if not v.passes]  # the first is above the capacity
         for cell in cells:
             result = found[key][cell.setup.concurrency]
-            rows.append({**setup_columns(cell.setup, shown), "group": _group_label(cell.setup), "decoder": key[1],
+            rows.append({**setup_columns(cell.setup, shown), "group": group_label(cell.setup), "decoder": key[1],
                          "label": labels[key], "batching": key[2], "N": cell.setup.concurrency,
                          "miss rate": result.miss_rate, "p95 onset ms": result.p95_onset_ms, "onsets": result.onsets,
                          "chunks": len(cell.chunks), "passes": result.passes, "shortfall": shortfall(result, criteria),
                          "capacity": capacity, "first failing N": min(fails) if fails else math.nan,
                          "x baseline": capacity / base if base > 0 else math.nan, "baseline capacity": base})
-    return pd.DataFrame(rows, columns=[*_shown_names(results, shown), *DATA_COLUMNS])
+    return pd.DataFrame(rows, columns=[*shown_names(results, shown), *DATA_COLUMNS])
 
 
 def _baseline_capacity(key: tuple, capacities: dict[tuple, float], baseline: str) -> float:
@@ -288,11 +287,11 @@ def capacity_table(results: Results, baseline: str = "ar", criteria: CapacityCri
                  "several N (concurrency.sessions=N; scripts/bench_capacity.py searches N) to measure capacity",
                  f"criteria: {criteria.describe()}"]
         return Table("capacity", title, pd.DataFrame(), {}, notes)
-    shown = _shown_names(results, varying(results, FIG4C_SETUP_FIELDS))
+    shown = shown_names(results, varying(results, FIG4C_SETUP_FIELDS))
     rows = [_table_row(line, shown, ratio) for _, line in data.groupby(["group", "label", "batching"], sort=False)]
     formats = {"capacity": ".0f", ratio: ".2f", "first failing N": ".0f", "miss rate at capacity": ".1%",
                "p95 onset ms at capacity": ".0f"}
-    setups = list(dict.fromkeys(c.setup for c in _fig4c_cells(results)))
+    setups = list(dict.fromkeys(c.setup for c in sharing_cells(results)))
     return Table("capacity", title, pd.DataFrame(rows), formats, _notes(results, data, baseline, criteria), [],
                  provenance_notes(results, setups))
 
@@ -325,9 +324,9 @@ def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: Capaci
              "the search (scripts/bench_capacity.py: N = 1, 2, 4, ... while it passes, then bisection) assumes "
              "deadline misses and onsets only grow with N: N it skipped are taken to pass below the capacity and to "
              "fail above",
-             _fig4c_clock_note(results)]
+             sharing_clock_note(results)]
     for cell in alone_only(results):
-        notes.append(f"{cell.decoder} ({_group_label(cell.setup)}): replayed alone only, with no unbatched run at "
+        notes.append(f"{cell.decoder} ({group_label(cell.setup)}): replayed alone only, with no unbatched run at "
                      "N > 1: no unbatched capacity")
     for (group, label, batching), line in data.groupby(["group", "label", "batching"], sort=False):
         above = line[line["passes"] & (line["N"] > line["first failing N"])]

@@ -125,11 +125,21 @@ def describe_clock(meta: dict, setup: Setup) -> str:
     clock = meta.get("clock") or {}
     if clock.get("profile"):
         provenance = clock.get("profile_provenance") or "no provenance recorded"
-        scaled = (f", every audio encoding charged {setup.encode_scale:g} times the profile's cost (clock.encode_scale, "
-                  "a what-if)" if setup.encode_scale != 1.0 else "")
+        scaled = encode_scale_note(setup)
         return (f"clock {clock_label(setup)}: modeled from cost profile {clock['profile']} for device {setup.device}"
                 f"{scaled}; provenance: {provenance}")
     return f"clock {clock_label(setup)}: measured on device {setup.device}"
+
+
+def encode_scale_note(setup: Setup) -> str:
+    """The audio-encoding what-if of a modeled setup in words (empty at scale 1).
+
+    >>> encode_scale_note(Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0, encode_scale=0.25))
+    ", every audio encoding charged 0.25 times the profile's cost (clock.encode_scale, a what-if)"
+    """
+    if setup.encode_scale == 1.0:
+        return ""
+    return f", every audio encoding charged {setup.encode_scale:g} times the profile's cost (clock.encode_scale, a what-if)"
 
 
 def clock_label(setup: Setup) -> str:
