@@ -26,8 +26,8 @@ from ticktock.corpus.arguments import whole_number
 from ticktock.errors import ConfigError, user_errors
 from ticktock.replay.runner import build, check_run_options, compose_run, run, select_sessions
 from ticktock.tables.build import FIGURE_TABLES
-from ticktock.tables.capacity import (CapacitySearch, capacity_data, capacity_figure, capacity_table, search_capacity,
-                                      verdict)
+from ticktock.tables.capacity import (CapacitySearch, capacity_data, capacity_figure, capacity_ratio, capacity_table,
+                                      search_capacity, verdict)
 from ticktock.tables.load import load_results
 from ticktock.tables.render import write_tables
 
@@ -73,6 +73,16 @@ def tried_text(search: CapacitySearch) -> str:
     return " ".join(f"{n}{'+' if ok else '-'}" for n, ok in search.tried.items())
 
 
+def capacity_line(search: CapacitySearch, ar, is_ar: bool) -> str:
+    """A line's capacity (``>= N`` at the limit: nothing above it was tried), its ratio to AR's (a bound when one of
+    them is a lower bound: ``capacity_ratio``) and the N tried."""
+    ar_capacity = ar.capacity if isinstance(ar, CapacitySearch) else float("nan")
+    ratio, kind = capacity_ratio(search.capacity, ar_capacity, search.at_limit and not is_ar,
+                                 isinstance(ar, CapacitySearch) and ar.at_limit and not is_ar)
+    capacity = f">= {search.capacity}" if search.at_limit and search.capacity else f"{search.capacity}"
+    return f"capacity {capacity:>5}  x AR {kind + ' ' if kind else ''}{ratio:.2f}  tried {tried_text(search)}"
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/capacity")
@@ -112,10 +122,7 @@ def main(argv=None) -> int:
         if isinstance(search, str):
             print(f"{head} {search}")
             continue
-        ar = found.get(("ar", batching))
-        ratio = search.capacity / ar.capacity if isinstance(ar, CapacitySearch) and ar.capacity else float("nan")
-        bound = f" (the limit: at least {search.capacity})" if search.at_limit else ""
-        print(f"{head} capacity {search.capacity:>3}{bound}  x AR {ratio:.2f}  tried {tried_text(search)}")
+        print(f"{head} {capacity_line(search, found.get(('ar', batching)), decoder == 'ar')}")
     write_capacity(Path(args.out))
     return 0
 

@@ -11,6 +11,10 @@ resume (rerun to continue). Every decoder shares the device, those that wait for
 The sensitivity view: the same sweep with the profile's audio-encoding cost scaled (``clock.encode_scale``, a
 what-if: the shipped profile's encoding cost is derived, not measured), into another folder.
 
+Every argument is checked before any replay, each problem one line with exit 2: ``--sessions`` (whole numbers from
+1 to 1024, none twice, none above the sessions a run replays), ``--per-task``, and every run the sweep would make
+(decoder, draft policy, overrides).
+
 Run (about 2 minutes per run on 2 CPU cores with the default 6 sessions per task)::
 
     python scripts/bench_concurrency.py --out results/concurrency --sessions 1,2,4,8
@@ -28,13 +32,77 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ticktock.replay.runner import compose_run, run
+from ticktock.corpus.arguments import whole_number
+from ticktock.errors import ConfigError, user_errors
+from ticktock.replay.concurrency import MAX_SESSIONS
+from ticktock.replay.runner import build, check_run_options, compose_run, run, select_sessions
+
+
+class ArgumentError(ConfigError):
+    """A command-line argument of this script is not allowed."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one ``ArgumentError`` line (exit 2) instead of the usage and a line."""
+
+    def error(self, message: str):
+        raise ArgumentError(message)
+
+
+def session_counts(text: str) -> list[int]:
+    """``--sessions``: the values of N, comma-separated whole numbers from 1 to 1024, none twice.
+
+    >>> session_counts("1,2,4,8")
+    [1, 2, 4, 8]
+    >>> session_counts("1,-2")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected whole numbers from 1 to 1024, comma-separated, got '1,-2' ('-2' is not one)
+    """
+    values = [v.strip() for v in text.split(",")]
+    for value in values:
+        try:
+            whole_number(1, MAX_SESSIONS)(value)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"expected whole numbers from 1 to {MAX_SESSIONS}, comma-separated, got "
+                                             f"{text!r} ({value!r} is not one)") from None
+    counts = [int(v) for v in values]
+    twice = sorted({n for n in counts if counts.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"N={', '.join(map(str, twice))} given twice in {text!r}")
+    return counts
+
+
+def arms(args) -> list[tuple[str, int, str]]:
+    """Every run the sweep makes: (decoder, N, draft policy), AR first at each N."""
+    runs = []
+    for n in args.sessions:
+        runs.append(("ar", n, "round_robin"))  # AR never drafts: the policy does not matter
+        for decoder in args.decoders.split(","):
+            runs += [(decoder, n, policy) for policy in (args.policies.split(",") if n > 1 else ["expected_savings"])]
+    return runs
+
+
+def check_arguments(args) -> None:
+    """Before any replay: every run's options (decoder, policy, overrides) and N against the sessions a run replays."""
+    for decoder, n, policy in arms(args):
+        check_run_options(config(decoder, n, policy, args))
+    cfg = config("ar", 1, "round_robin", args)
+    replayed = len(select_sessions(cfg, build(cfg.task)))
+    above = [n for n in args.sessions if n > replayed]
+    if above:
+        raise ArgumentError(f"argument --sessions: N={', '.join(map(str, above))} above the {replayed} sessions a run "
+                            f"replays (--per-task {args.per_task or 'all'} and the overrides): more sessions at once "
+                            "than the run has cannot be measured")
+
+
+def config(decoder: str, sessions: int, policy: str, args):
+    return compose_run(decoder, args.model, args.per_task or None,
+                       [f"concurrency.sessions={sessions}", f"draft_policy={policy}", *args.overrides])
 
 
 def replay(decoder: str, sessions: int, policy: str, args) -> Path:
-    overrides = [f"concurrency.sessions={sessions}", f"draft_policy={policy}", *args.overrides]
-    cfg = compose_run(decoder, args.model, args.per_task or None, overrides)
-    return run(cfg, Path(args.out) / f"{decoder}-N{sessions}-{policy}").run_dir
+    return run(config(decoder, sessions, policy, args), Path(args.out) / f"{decoder}-N{sessions}-{policy}").run_dir
 
 
 def figures(run_dir: Path) -> dict:
@@ -57,23 +125,28 @@ def figures(run_dir: Path) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/concurrency")
     parser.add_argument("--model", default="embedded")
-    parser.add_argument("--per-task", type=int, default=6, help="sessions per task type (0: all)")
-    parser.add_argument("--sessions", default="1,2,4,8", help="the values of N")
+    parser.add_argument("--per-task", type=whole_number(0), default=6, help="sessions per task type (0: all)")
+    parser.add_argument("--sessions", type=session_counts, default="1,2,4,8", help="the values of N")
     parser.add_argument("--decoders", default="speclisten,speclisten_plus")
     parser.add_argument("--policies", default="expected_savings,round_robin")
     parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    check_arguments(args)  # every argument and every run, before any replay
     rows = []
-    for n in [int(v) for v in args.sessions.split(",")]:
-        ar = figures(replay("ar", n, "round_robin", args))  # AR never drafts: the policy does not matter
-        rows.append(("ar", n, "-", ar, ar))
-        for decoder in args.decoders.split(","):
-            for policy in args.policies.split(",") if n > 1 else ["expected_savings"]:
-                rows.append((decoder, n, policy, figures(replay(decoder, n, policy, args)), ar))
+    for decoder, n, policy in arms(args):
+        if decoder == "ar":
+            ar = figures(replay("ar", n, policy, args))
+            rows.append(("ar", n, "-", ar, ar))
+        else:
+            rows.append((decoder, n, policy, figures(replay(decoder, n, policy, args)), ar))
     clock = rows[0][3]["clock"]
     scale = f" (encode cost x{clock['encode_scale']:g})" if "encode_scale" in clock else ""
     print(f"Figure 4c, model {args.model}, clock {clock.get('name')} {clock.get('profile', '')}{scale}, "
@@ -87,4 +160,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with user_errors(prog="bench_concurrency"):
+        main()

@@ -45,8 +45,27 @@ def test_calibrate_measures_batch_factors(calibrated):
 def test_calibrate_batch_sizes_are_configurable(tmp_path):
     out, _ = calibrate(tmp_path, "batch_sizes=[1,3]")
     assert CostProfile.load(out).batch_sizes == [1, 3]
-    out, _ = calibrate(tmp_path, "batch_sizes=[]")
+    out, _ = calibrate(tmp_path, "batch_sizes=[]", "overwrite=true")  # the same out again: replaced when asked
     assert not CostProfile.load(out).batches
+
+
+def test_calibrate_refuses_an_existing_out_before_measuring_unless_overwrite(tmp_path):
+    mine = tmp_path / "profile.yaml"
+    mine.write_text("# my hand-made profile\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ticktock.calibrate", "model=fixture", f"out={mine}",
+         f"hydra.run.dir={tmp_path / 'h'}"], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout) == (4, "")
+    assert done.stderr == (f"ticktock: error: out={mine}: already exists; choose another out=, or pass "
+                           "overwrite=true to replace it\n")
+    assert mine.read_text() == "# my hand-made profile\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "ticktock.calibrate", "model=fixture", f"out={tmp_path}",
+         f"hydra.run.dir={tmp_path / 'h'}", "overwrite=true"], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (4, f"ticktock: error: out={tmp_path}: is a folder, not a profile file; "
+                                                 "choose another out=\n")
+    out, stdout = calibrate(tmp_path, "overwrite=true", "batch_sizes=[]")
+    assert out == mine and CostProfile.load(mine).provenance.startswith("MEASURED") and stdout.startswith("wrote")
 
 
 def test_calibrate_rejects_batch_sizes_not_from_one(tmp_path):
@@ -82,14 +101,21 @@ def test_a_talker_is_measured_into_an_existing_profile_leaving_the_rest_as_it_wa
 
     shipped = CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml"))
     target = tmp_path / "target.yaml"
-    target.write_text(CostProfile("mine", [1], [0], [[12.5]], encode_ms=3.0).to_yaml())
+    mine = ("# my profile: measured by hand\nname: mine\nencode_ms: 3.0\nquery_tokens: [1]\ncontext_tokens: [0]\n"
+            "forward_ms:\n- [12.123456]   # six decimals, kept\n")
+    talkers = ("talkers:\n  piper: {first_packet_ms: 90.0, ms_per_audio_s: 150.0, streams: false, device: CPU, "
+               "provenance: by hand}\n# a comment after the talkers\n")
+    target.write_text(mine + talkers)
     done = subprocess.run(
         [sys.executable, "-m", "ticktock.calibrate", "model=fixture", "talker=espeak", f"talker_into={target}",
          "warmup=0", "talker_repeats=1", f"hydra.run.dir={tmp_path / 'hydra'}"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     profile = CostProfile.load(target)
-    assert (profile.forward_table, profile.encode_ms) == ([[12.5]], 3.0)
+    assert (profile.forward_table, profile.encode_ms) == ([[12.123456]], 3.0)
+    text = target.read_text()  # only the talkers: block was rewritten; every other line is as it was
+    assert text.startswith(mine + "talkers:\n") and text.endswith("\n# a comment after the talkers\n")
+    assert profile.talkers["piper"].provenance == "by hand" and set(profile.talkers) == {"piper", "espeak"}
     cost = profile.talker_cost("espeak")
     assert cost.first_packet_ms + cost.ms_per_audio_s > 0 and not cost.streams
     assert cost.provenance.startswith("MEASURED by `ticktock calibrate talker=espeak`") and cost.device.startswith("CPU")
@@ -98,6 +124,19 @@ def test_a_talker_is_measured_into_an_existing_profile_leaving_the_rest_as_it_wa
     assert set(shipped.talkers) == {"espeak", "piper", "cosyvoice2-l20"}
     assert shipped.talkers["cosyvoice2-l20"].provenance.startswith("DERIVED from published figures")
     assert all(c.provenance.startswith("MEASURED") for n, c in shipped.talkers.items() if n != "cosyvoice2-l20")
+
+
+def test_talker_into_a_profile_that_cannot_be_read_is_one_line_before_measuring(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("query_tokens: [1]\ncontext_tokens: [0]\nforward_ms: [[1.0]]\nencode_fixd_ms: 2\n")
+    for target, says in ((tmp_path / "missing.yaml", "cost profile not found"),
+                         (broken, "4: field 'encode_fixd_ms': unknown field")):
+        done = subprocess.run(
+            [sys.executable, "-m", "ticktock.calibrate", "model=fixture", "talker=espeak", f"talker_into={target}",
+             f"hydra.run.dir={tmp_path / 'hydra'}"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+        assert done.stderr.startswith(f"ticktock: error: {target}") and says in done.stderr
+    assert broken.read_text().endswith("encode_fixd_ms: 2\n")
 
 
 def test_talker_into_without_a_talker_is_one_line(tmp_path):

@@ -90,9 +90,11 @@ RULES: dict[str, Rule] = {
     "python scripts/bench_stream.py": Rule(LIMIT, f"--per-task 1 --temperatures 0.0 {TWO_SESSIONS}",
                                            why="40 minutes on the whole corpus"),
     # docs/concurrency.md
-    "python -m ticktock.run decoder=speclisten_plus concurrency.sessions=4": Rule(LIMIT, TWO_SESSIONS),
+    "python -m ticktock.run decoder=speclisten_plus concurrency.sessions=4":
+        Rule(LIMIT, "limit.sessions=4 limit.chunks=2", why="N is at most the sessions a run replays"),
     "python scripts/bench_concurrency.py --sessions 1,2,4,8":
-        Rule(LIMIT, f"--per-task 1 --decoders speclisten_plus --policies expected_savings {TWO_SESSIONS}"),
+        Rule(LIMIT, "--per-task 1 --decoders speclisten_plus --policies expected_savings limit.sessions=8 limit.chunks=2",
+             why="N = 8 needs 8 sessions"),
     "python scripts/bench_capacity.py --out results/capacity":
         Rule(LIMIT, f"--per-task 1 --decoders ar,speclisten --batching false --limit 2 {TWO_SESSIONS}",
              why="about 20 minutes for the whole search"),

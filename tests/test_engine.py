@@ -144,3 +144,67 @@ def test_parse_tool_call_forms():
     assert parse_tool_call('{"function": "f", "args": {"a": 1}}') == {"function": "f", "args": {"a": 1}}
     assert parse_tool_call('{"name": "f"}') == {"function": "f", "args": {}}
     assert parse_tool_call('[1, 2]') is None and parse_tool_call('{"name": 3}') is None
+
+
+class IdleSleeper(ARDecoder):
+    """AR, but its idle window before chunk 2 sleeps (at most 30 s: longer means the watchdog failed)."""
+
+    def idle(self, window):
+        if window.chunk_index == 2:
+            import time
+
+            time.sleep(30.0)
+
+
+def test_the_watchdog_stops_a_chunk_past_its_limit_naming_session_chunk_and_phase(fixture_adapter, small_manifest):
+    import time
+
+    from ticktock.clocks.modeled import CostProfile, ModeledClock
+    from ticktock.replay.engine import ReplayEngine
+    from ticktock.replay.watchdog import ChunkTimeout, Watchdog
+    from ticktock.sessions.audio import load_audio
+
+    session = load_manifest(small_manifest)[0]
+    watchdog = Watchdog(0.5)
+    engine = ReplayEngine(fixture_adapter, IdleSleeper(), ModeledClock(CostProfile.constant(10.0)), max_chunks=4,
+                          watchdog=watchdog)
+    began = time.monotonic()
+    with watchdog.running(), pytest.raises(ChunkTimeout) as caught:
+        engine.replay(session, load_audio(session.audio_path))
+    assert time.monotonic() - began < 10.0
+    assert str(caught.value) == (f"session {session.session_id}: chunk 2 (idle window) still running after 0.5 s of "
+                                 "wall time (watchdog.chunk_s=0.5)")
+    assert engine.where is None and watchdog._deadline is None  # disarmed: nothing fires after the session
+
+
+class TranscriptReader(ARDecoder):
+    """AR that looks for the session's annotations wherever a decoder can reach them: the session it is handed,
+    and the replay state behind every step and idle window."""
+
+    def __init__(self):
+        super().__init__("transcript_reader")
+        self.seen = []
+
+    def start_session(self, session):
+        super().start_session(session)
+        self.seen.append(("start_session", session.turns, session.expected, session.provenance))
+
+    def idle(self, window):
+        told = window.state.session
+        self.seen.append(("idle", told.turns, told.expected, told.provenance))
+
+    def decode_chunk(self, step):
+        told = step.state.session
+        self.seen.append(("step", told.turns, told.expected, told.provenance))
+        super().decode_chunk(step)
+
+
+def test_a_decoder_is_told_no_transcript_and_no_expected_reply(fixture_adapter, small_manifest):
+    session = load_manifest(small_manifest)[0]
+    assert session.turns  # the manifest has a transcript: the decoder must not see it
+    reader = TranscriptReader()
+    trace = run(fixture_adapter, session, reader)
+    assert outputs(trace) == outputs(run(fixture_adapter, session, ARDecoder()))
+    assert {kind for kind, *_ in reader.seen} == {"start_session", "idle", "step"}
+    assert all(turns == () and expected == {} and provenance == {} for _, turns, expected, provenance in reader.seen)
+    assert [c.span for c in trace.chunks] == session.chunk_spans()  # the engine still replays the annotated spans

@@ -169,6 +169,88 @@ def test_any_manifest_line_loads_in_range_or_is_one_line_exit_3(tmp_path_factory
         assert_session_in_range(session)
 
 
+# ---------------------------------------------------------------------------------- session ids and dataset rows
+
+BASE = "{BASE}"  # replaced, in the test, by a folder beside the audio cache root (a file the attack must not reach)
+hostile_ids = st.one_of(
+    st.text(max_size=200),
+    st.text(alphabet="./\\-_ \x00aZ9\u00e9\u202e", max_size=40),
+    st.sampled_from(["", ".", "..", "-", "-rf", ".hidden", "a/b", "a\\b", "../x", "/etc/x", "a\x00b", "x" * 129,
+                     "x" * 128, "s0", "fdb_v3-eval-0-0008", "\u0430dmin", "a\nb", "con", "a:b"]),
+    st.builds(lambda ups, tail: "../" * ups + BASE + "/" + tail, st.integers(0, 40),
+              st.sampled_from(["victim", "victim/../victim", "./victim"])),
+)
+
+
+def files_outside(folder, root) -> dict:
+    """Every file under ``folder`` but outside ``root``, with its bytes."""
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_relative_to(root)}
+
+
+@FUZZ
+@given(session_id=hostile_ids)
+@example(session_id="../../../../../../../" + BASE + "/victim")  # issue 42: wrote BASE/victim.flac
+def test_any_session_id_in_a_manifest_is_a_name_or_one_line_exit_3(tmp_path_factory, session_id):
+    from ticktock.results.names import is_name
+
+    base = tmp_path_factory.getbasetemp()
+    path = base / "fuzz-ids.jsonl"
+    path.write_text(json.dumps({**GOOD_LINE, "session_id": session_id.replace(BASE, str(base))}) + "\n")
+    sessions, error = within(SECONDS, load_manifest, path)
+    if error is not None:
+        assert_one_line_error(error, ManifestError, EXIT_INPUT_DATA)
+        assert str(error).startswith(f"{path}:1: field 'session_id': ")
+        return
+    assert [is_name(s.session_id) for s in sessions] == [True]
+
+
+_AUDIO = {}
+
+
+def silent_flac(seconds: float) -> bytes:
+    """``seconds`` of 16 kHz silence as FLAC bytes (made once)."""
+    import io
+
+    import numpy as np
+    import soundfile
+
+    if seconds not in _AUDIO:
+        out = io.BytesIO()
+        soundfile.write(out, np.zeros(int(seconds * 16_000), dtype="float32"), 16_000, format="FLAC")
+        _AUDIO[seconds] = out.getvalue()
+    return _AUDIO[seconds]
+
+
+@FUZZ
+@given(session_id=hostile_ids, audio_file=st.one_of(hostile_ids, st.sampled_from(["audio/s0.flac", "/abs/x.flac",
+                                                                                  "../up.flac", "", ".", "a/"])))
+@example(session_id="../../../../../../../" + BASE + "/victim", audio_file="/abs/x.flac")  # issue 42
+def test_any_dataset_row_gives_a_session_or_one_line_exit_3_and_writes_only_under_the_cache(tmp_path_factory,
+                                                                                          session_id, audio_file):
+    from ticktock.sessions.dataset_rows import session_row
+    from ticktock.sessions.dataset_task import DatasetError, row_session
+
+    base = tmp_path_factory.getbasetemp() / "rows"
+    root = base / "cache" / "key"
+    root.mkdir(parents=True, exist_ok=True)
+    (base / "victim.flac").write_bytes(b"the user's own file")
+    line = {**GOOD_LINE, "session_id": session_id.replace(BASE, str(base)),
+            "audio": audio_file.replace(BASE, str(base))}
+    try:
+        row = session_row(line, silent_flac(GOOD_LINE["duration_s"]))
+    except (TypeError, ValueError):
+        return  # not a row the dataset form can hold (e.g. a surrogate the column cannot encode)
+    before = files_outside(base, root)
+    session, error = within(SECONDS, row_session, row, "ds: config fdb_v3, split test, row 0", root)
+    assert files_outside(base, root) == before  # nothing written, nothing replaced outside the cache root
+    if error is not None:
+        assert_one_line_error(error, (DatasetError, ManifestError), EXIT_INPUT_DATA)
+        assert str(error).startswith("ds: config fdb_v3, split test, row 0: field '")
+        return
+    assert session.audio_path.resolve().is_relative_to(root.resolve()) and session.audio_path.is_file()
+    assert session.audio_path.read_bytes() == silent_flac(GOOD_LINE["duration_s"])
+
+
 # --------------------------------------------------------------------------------------------- cost profiles
 
 

@@ -8,6 +8,8 @@ any model is built, so each command takes about a second.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -113,7 +115,10 @@ def test_a_plugin_decoder_selected_by_name_runs_with_its_settings(site, monkeypa
     assert type(decoder).__qualname__ == "Repeat" and decoder.settings.length == 3 and decoder.name == "repeat_last"
     assert provenance == {"decoder": {"distribution": "fake-plugins", "version": "1.0",
                                       "entry_point": "repeat_last = fake_repeat_plugin:Repeat",
-                                      "target": "fake_repeat_plugin.Repeat", "api_version": 1}}
+                                      "target": "fake_repeat_plugin.Repeat", "api_version": 1,
+                                      "code_sha256": hashlib.sha256(b"fake_repeat_plugin.py\0" + hashlib.sha256(
+                                          (site / "fake_repeat_plugin.py").read_bytes()).hexdigest().encode()
+                                          + b"\n").hexdigest()}}
     session = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))[0]
     ours = replay(fixture_adapter, session, decoder, max_chunks=4)
     assert outputs(ours) == outputs(replay(fixture_adapter, session, ARDecoder(), max_chunks=4))
@@ -128,8 +133,76 @@ def test_the_command_line_selects_a_plugin_and_overrides_its_settings(site):
 
 def test_a_plugin_named_like_a_shipped_config_is_one_line_naming_its_distribution(site):
     make_distribution(site, "fake-clash", {"ticktock.decoders": {"pld": "fake_repeat_plugin:Repeat"}}, version="2.0")
-    line = one_error_line(ticktock_run(site, "decoder=ar", "--cfg", "job"))
-    assert "decoder=pld" in line and "fake-clash 2.0" in line and "shipped" in line
+    line = one_error_line(ticktock_run(site, "decoder=pld", "--cfg", "job"))
+    assert "decoder=pld" in line and "fake-clash 2.0" in line and "shipped config of ticktock" in line
+    done = ticktock_run(site, "decoder=ar", "--cfg", "job")  # the clash is on a name this run does not use
+    assert done.returncode == 0, done.stderr
+
+
+def smoke_run(site: Path, run_dir: Path, *arguments: str) -> subprocess.CompletedProcess:
+    """A real run of one session, four chunks, on the fixture model, into ``run_dir``."""
+    return ticktock_run(site, "experiment=smoke", f"hydra.run.dir={run_dir}", "progress=false", "threads=1", *arguments)
+
+
+def test_a_plugin_named_ar_fails_only_the_runs_that_use_ar_naming_both_distributions(site, tmp_path):
+    make_distribution(site, "fake-ar", {"ticktock.decoders": {"ar": "fake_repeat_plugin:Repeat"}}, version="3.1")
+    make_distribution(site, "fake-twin", {"ticktock.decoders": {"repeat_last": "fake_repeat_plugin:Repeat"}})
+    done = smoke_run(site, tmp_path / "pld", "decoder=pld")  # neither clash is on pld: the run goes on
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "pld" / "run.json").read_text())["status"] == "complete"
+    for selected in (["decoder=ar"], []):  # selected, or the default decoder: both use the name ar
+        line = one_error_line(smoke_run(site, tmp_path / "ar", *selected))
+        assert line.startswith("ticktock: error: decoder=ar: two decoders have this name: TickTock's shipped config "
+                               "of ticktock "), line
+        assert "entry point ticktock.decoders:ar = fake_repeat_plugin:Repeat of fake-ar 3.1" in line
+        assert not (tmp_path / "ar" / "run.json").exists()  # refused before any work
+
+
+# A decoder plug-in's code, fixed: the same class, settings and name; its drafts differ (it was "broken").
+FIXED_REPEAT_MODULE = REPEAT_MODULE.replace("[step.output[-1]] * self.settings.length",
+                                            "[step.output[-1]] * (self.settings.length + 1)")
+
+
+def test_a_plugin_changed_since_a_run_makes_another_run_and_an_unchanged_one_resumes_saying_so(site, tmp_path):
+    run_dir = tmp_path / "run"
+    first = smoke_run(site, run_dir, "decoder=repeat_last")
+    assert first.returncode == 0, first.stderr
+    recorded = json.loads((run_dir / "run.json").read_text())
+    code = recorded["plugins"]["decoder"]["code_sha256"]
+    assert recorded["plugins"]["decoder"]["distribution"] == "fake-plugins" and len(code) == 64
+    assert recorded["identity"]["plugins"] == {"decoder": f"fake-plugins 1.0 fake_repeat_plugin.Repeat code {code[:16]}"}
+
+    again = smoke_run(site, run_dir, "decoder=repeat_last")
+    assert again.returncode == 0, again.stderr
+    assert "resumed 1 of 1 sessions" in again.stderr.splitlines()
+    assert json.loads((run_dir / "run.json").read_text())["run_id"] == recorded["run_id"]
+
+    make_module(site, "fake_repeat_plugin", FIXED_REPEAT_MODULE)  # fixed and "reinstalled": same name and version
+    refused = smoke_run(site, run_dir, "decoder=repeat_last")
+    assert refused.returncode == 4, refused.stderr
+    line = refused.stderr.strip()
+    assert line.startswith(f"ticktock: error: {run_dir} holds a run with a different configuration (plugins: ") and \
+        code[:16] in line and "overwrite=true" in line and len(line.splitlines()) == 1, line
+    replaced = smoke_run(site, run_dir, "decoder=repeat_last", "overwrite=true")
+    assert replaced.returncode == 0, replaced.stderr
+    rerun = json.loads((run_dir / "run.json").read_text())
+    assert rerun["run_id"] != recorded["run_id"] and rerun["plugins"]["decoder"]["code_sha256"] != code
+
+
+def test_a_target_outside_any_distribution_is_in_the_identity_by_its_module_files(tmp_path, monkeypatch):
+    from ticktock.replay.runner import compose_run, identity
+
+    folder = tmp_path / "local"
+    folder.mkdir()
+    make_module(folder, "fake_local_decoder", REPEAT_MODULE)
+    monkeypatch.syspath_prepend(str(folder))
+    overrides = ["decoder._target_=fake_local_decoder.Repeat", "decoder.name=mine"]
+    before = identity(compose_run("ar", "fixture", None, overrides))
+    make_module(folder, "fake_local_decoder", FIXED_REPEAT_MODULE)
+    after = identity(compose_run("ar", "fixture", None, overrides))
+    assert before["plugins"]["decoder"].startswith("(no distribution) fake_local_decoder.Repeat code ")
+    assert before["plugins"] != after["plugins"] and {**before, "plugins": None} == {**after, "plugins": None}
+    assert "plugins" not in identity(compose_run("ar", "fixture", None, []))  # a run without plug-ins: as before
 
 
 def test_two_distributions_with_one_name_are_one_line_naming_both(site):

@@ -119,6 +119,7 @@ def test_resume_replays_a_session_whose_manifest_line_or_audio_changed(tmp_path,
     assert "resume: session s1: manifest line changed since its results were written; replaying it" in second.stderr
     assert "resume: session s2: audio file changed since its results were written; replaying it" in second.stderr
     assert "session s0" not in second.stderr and "3 sessions (0 skipped), 9 chunks" in second.stdout
+    assert "resumed 1 of 3 sessions" in second.stderr.splitlines()  # s0 kept; s1 and s2 replayed
     rewritten = {p.name for p in (run_dir / "parts").glob("*.sessions.parquet") if p.stat().st_mtime_ns != parts[p.name]}
     assert sorted(name.split("-")[0] for name in rewritten) == ["s1", "s2"]
     rows = {r["session_id"]: r for r in pq.read_table(run_dir / "sessions.parquet").to_pylist()}
@@ -127,6 +128,7 @@ def test_resume_replays_a_session_whose_manifest_line_or_audio_changed(tmp_path,
 
     third = run_cli(manifest, run_dir, "limit.chunks=3")  # nothing changed: nothing replayed
     assert third.returncode == 0 and "resume:" not in third.stderr
+    assert "resumed 3 of 3 sessions" in third.stderr.splitlines()
 
 
 def test_a_run_killed_hard_is_listed_and_tabled_as_interrupted_then_resumed(tmp_path, capsys):

@@ -20,6 +20,11 @@ still built, so the process is as large as a replay's, but not measured)::
 
     python -m ticktock.calibrate model=embedded talker=espeak talker_into=ticktock/configs/profiles/a100-8b-derived.yaml
 
+``out`` is never replaced silently: an existing file is refused before anything is built or measured (exit 4)
+unless ``overwrite=true``. ``talker_into`` is an edit the user asks for: the profile is checked first, and only its
+``talkers:`` block is rewritten (the other lines, comments and numbers stay as they were); both files are written
+atomically.
+
 A real model's cost does not depend on its weights, so ``model.random_init=true`` (the MiniCPM-o family)
 measures the full-size shapes with random weights: no download is needed to make a profile of a device.
 """
@@ -40,8 +45,10 @@ from omegaconf import DictConfig
 
 from ticktock.adapters.base import AdapterState
 from ticktock.clocks.modeled import CostProfile
+from ticktock.errors import ConfigError, RunFolderError
 from ticktock.replay.resources import register_resolver, resource_path
 from ticktock.replay.runner import build, environment
+from ticktock.results.atomic import atomic_write
 
 register_resolver()
 
@@ -134,7 +141,10 @@ def main(cfg: DictConfig) -> None:
 
 
 def calibrate(cfg: DictConfig) -> None:
-    """Measure the model (and a talker), write the profile (see the module docstring)."""
+    """Measure the model (and a talker), write the profile (see the module docstring). Where it writes is checked
+    first, before the model is built: ``out`` must not exist unless ``overwrite=true``; ``talker_into`` must be a
+    valid profile."""
+    check_destination(cfg)
     adapter = build(cfg.model)
     talker = measured_talker(cfg, adapter)
     if cfg.get("talker_into"):
@@ -170,7 +180,8 @@ def calibrate(cfg: DictConfig) -> None:
         profile = replace(profile, talkers={talker[0]: talker[1]})
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(profile.to_yaml())
+    with atomic_write(out) as tmp:
+        tmp.write_text(profile.to_yaml(), encoding="utf-8")
     print(f"wrote {out}: 1-token forward {table[0][0]:.2f} ms at context {contexts[0]}, "
           f"{queries[-1]}-token forward {table[-1][0]:.2f} ms, audio encode {encode:.2f} ms ({device})")
     if talker is not None:
@@ -180,15 +191,37 @@ def calibrate(cfg: DictConfig) -> None:
             f"B={b}: {ms:.2f} ms (factor {f:.3f})" for b, ms, f in zip(sizes, batch_costs, profile.batch_factor))))
 
 
+def check_destination(cfg: DictConfig) -> None:
+    """Before anything is built or measured: ``talker_into`` needs a talker and a profile that loads (a
+    ``ProfileError`` names its file and field, exit 2); else ``out`` must be writable (``check_out``)."""
+    if cfg.get("talker_into"):
+        talker_node = cfg.get("talker")
+        if talker_node is None or talker_node.get("_target_") is None:
+            raise ConfigError("talker_into: needs a talker to measure (talker=espeak or talker=piper)")
+        CostProfile.load(cfg.talker_into)
+    else:
+        check_out(Path(cfg.out), bool(cfg.get("overwrite")))
+
+
+class ProfileOutError(RunFolderError):
+    """``out`` names a file calibrate must not write (it exists, and ``overwrite`` is not set; or it is a folder)."""
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    """``out`` may be written: a new file, or an existing file with ``overwrite``; else a ``ProfileOutError``
+    (exit 4, as a run refuses a folder holding another run)."""
+    if out.is_dir():
+        raise ProfileOutError(f"out={out}: is a folder, not a profile file; choose another out=")
+    if out.exists() and not overwrite:
+        raise ProfileOutError(f"out={out}: already exists; choose another out=, or pass overwrite=true to replace it")
+
+
 def measured_talker(cfg: DictConfig, adapter):
     """(name, ``TalkerCost``) of the selected talker measured here, or None for ``talker=none``."""
-    from ticktock.errors import ConfigError
     from ticktock.talkers.calibration import measure_talker
 
     node = cfg.get("talker")
     if node is None or node.get("_target_") is None:
-        if cfg.get("talker_into"):
-            raise ConfigError("talker_into: needs a talker to measure (talker=espeak or talker=piper)")
         return None
     env = environment(adapter)
     talker = build(node)
@@ -197,11 +230,46 @@ def measured_talker(cfg: DictConfig, adapter):
 
 
 def add_talker(path: Path, name: str, cost) -> None:
-    """Write ``cost`` as talker ``name``'s entry of the profile at ``path`` (its other fields as they were)."""
-    profile = CostProfile.load(path)
-    profile = replace(profile, talkers={**(profile.talkers or {}), name: cost})
-    path.write_text(profile.to_yaml())
+    """Write ``cost`` as talker ``name``'s entry of the profile at ``path``: only its ``talkers:`` block is rewritten
+    (``with_talker``), every other line (fields, comments, the exact numbers) stays as it was; the file is checked to
+    load as the same profile with the new entry, then replaced atomically."""
+    before = CostProfile.load(path)
+    text = with_talker(path.read_text(encoding="utf-8"), name, cost.to_json())
+    with atomic_write(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        after = CostProfile.load(tmp)
+        expected = replace(before, name=after.name, talkers={**(before.talkers or {}), name: after.talker_cost(name)})
+        if after != expected:  # a bug here, not the user's: the profile is left as it was
+            raise RuntimeError(f"{path}: adding talker {name!r} would change the profile's other fields; not written")
     print(f"wrote {path}: {talker_line(name, cost)}")
+
+
+def with_talker(text: str, name: str, entry: dict) -> str:
+    """The profile's YAML text with ``talkers.<name>`` set to ``entry``: the ``talkers:`` block (its other entries as
+    parsed) is written again in place, or appended when there is none; the rest of the text is unchanged."""
+    import yaml
+
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    found = [(key, value) for key, value in root.value if key.value == "talkers"]
+    talkers = yaml.safe_load(text).get("talkers") or {}
+    block = yaml.safe_dump({"talkers": {**talkers, name: entry}}, sort_keys=False, width=120, default_flow_style=None)
+    if not found:
+        return text + ("" if not text or text.endswith("\n") else "\n") + block
+    key, value = found[0]
+    rest = text[content_end(value):]
+    return text[: key.start_mark.index] + block + (rest[1:] if rest.startswith("\n") else rest)
+
+
+def content_end(node) -> int:
+    """Where a YAML node's own text ends: for a block mapping or sequence, the end of its last item (PyYAML's end
+    mark of a block runs on over the comment lines after it, up to the next key)."""
+    import yaml
+
+    items = node.value if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and not node.flow_style else None
+    if items:
+        last = items[-1]
+        return content_end(last[1] if isinstance(node, yaml.MappingNode) else last)
+    return node.end_mark.index
 
 
 def talker_line(name: str, cost) -> str:

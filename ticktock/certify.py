@@ -6,6 +6,7 @@
     python -m ticktock.certify model=my_model                  # the adapter checks of a model
     python -m ticktock.certify decoder=pld decoder.num_pred=4 --out results/certify   # keep the replays
     python -m ticktock.certify decoder=pld --quick --settings greedy                  # one setting (seconds)
+    python -m ticktock.certify decoder._target_=my_module.MyDecoder decoder.name=mine --quick   # not packaged
 
 Prints one row per property and setting (PASS, FAIL with its first counter-example, or SKIP with the reason),
 then a summary line. Exit code 0 when every check passed, 1 when one failed, 2 for a bad configuration. The
@@ -32,7 +33,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sessions", type=int, default=2,
                    help="sessions replayed (default 2: a tool call and a spoken answer; spoken ones on the fixture)")
     p.add_argument("--chunks", type=int, default=10, help="chunks replayed of each session (default 10)")
-    p.add_argument("--cuts", type=int, default=1, help="replays with the audio cut, per setting (default 1)")
+    p.add_argument("--cuts", type=int, default=1,
+                   help="cuts of the audio per setting (default 1), each replayed with the audio after it replaced by "
+                        "silence, noise, another session's audio and its own shifted")
     p.add_argument("--settings", default=None, metavar="NAMES",
                    help="only these settings, comma-separated: greedy, sampled, greedy-2-sessions, sampled-2-sessions "
                         "(default: all)")
@@ -51,13 +54,49 @@ def certify(args: argparse.Namespace) -> list:
 
     decoder, model = selection(args.overrides, "decoder"), selection(args.overrides, "model")
     rest = [o for o in args.overrides if not o.startswith(("decoder=", "model="))]
+    target = decoder_target(rest)
+    if target is not None:
+        check_decoder_class(target)
+        if decoder is None:  # an unpackaged decoder: its class over the AR config, named after it unless named
+            decoder = "ar"
+            rest = rest if selection(rest, "decoder.name") else [*rest, f"decoder.name={default_name(target)}"]
     if decoder is None and model is None:
-        raise CertifyError("nothing to certify: give decoder=NAME (its decoder checks) and/or model=NAME")
+        raise CertifyError("nothing to certify: give decoder=NAME or decoder._target_=module.Class (its decoder "
+                           "checks) and/or model=NAME")
     if decoder is None:
         return certify_model(model, rest)
     models = (model,) if model is not None else QUICK_MODELS if args.quick else MODELS
     settings = settings_named(args.settings) if args.settings else SETTINGS
     return certify_decoder(decoder, models, tuple(rest), args.out, args.sessions, args.chunks, settings, args.cuts)
+
+
+def decoder_target(overrides: list[str]) -> str | None:
+    """The class a ``decoder._target_=module.Class`` override names (None when there is none)."""
+    return selection([o.lstrip("+~") for o in overrides], "decoder._target_")
+
+
+def check_decoder_class(path: str) -> None:
+    """``path`` names an importable subclass of ``ticktock.api.Decoder``; else a one-line ``CertifyError``, before
+    any replay (an import that fails is a ``TargetError`` naming the override)."""
+    import inspect
+
+    from ticktock.conformance.decoder import CertifyError
+    from ticktock.decoders.contract import Decoder
+    from ticktock.replay.targets import locate
+
+    found = locate(path, "decoder._target_")
+    if not (inspect.isclass(found) and issubclass(found, Decoder)):
+        raise CertifyError(f"decoder._target_={path}: {found!r} is not a subclass of ticktock.api.Decoder "
+                           "(certify checks decoders)")
+
+
+def default_name(path: str) -> str:
+    """The name of a decoder certified by its class alone, when ``decoder.name`` is not given.
+
+    >>> default_name("my_module.MyDecoder")
+    'mydecoder'
+    """
+    return path.rsplit(".", 1)[-1].lower()
 
 
 def certify_model(model: str, overrides: list[str]) -> list:
@@ -87,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     transformers_logging.disable_progress_bar()  # one bar per model load of each replay: the table is the output
     with user_errors():
         results = certify(args)
-    what = " ".join(o for o in args.overrides if o.startswith(("decoder=", "model="))) or "nothing"
+    what = " ".join(o for o in args.overrides if o.lstrip("+~").startswith(("decoder=", "model=", "decoder._target_=",
+                                                                            "decoder.name="))) or "nothing"
     print(table(results))
     print(summary(results, what, time.perf_counter() - began))
     return 0 if all_passed(results) else 1

@@ -23,13 +23,20 @@ judge      a ``ticktock.api.Judge`` subclass               its keyword arguments
 talker     a ``ticktock.api.Talker`` subclass              its keyword arguments with their defaults
 =========  ==============================================  ==================================================
 
-Names are ours to arbitrate: a plug-in named like a shipped config, or two installed plug-ins with one name, is an
-error (one line naming the distributions), never a silent choice. So is an unknown name, a plug-in that fails to
-import (its own error, with the entry point named), one that is not the right kind of class, or one that declares
-another ``api_version``. All are ``PluginError`` (exit code 2), raised before any work.
+Names are ours to arbitrate: a run that uses a name both shipped and installed as a plug-in, or installed by two
+distributions, is an error (one line naming the clash and both distributions), never a silent choice; a clash on a
+name the run does not use stops nothing (``check_name``: on the names selected on the command line before Hydra
+composes, and on the names the composed config uses, defaults included, in ``check_used``). So is an unknown
+name, a plug-in that fails to import (its own error, with the entry point named), one that is not the right kind of
+class, or one that declares another ``api_version``. All are ``PluginError`` (exit code 2), raised before any work.
+
 ``TICKTOCK_DISABLE_PLUGINS=1`` ignores every installed plug-in (a run then uses shipped configs only). A name
 that is a config file in a folder the command line adds to Hydra's search path (``hydra.searchpath=[file://...]``,
 ``--config-dir``) is Hydra's to find, as before plug-ins existed (``searched``).
+
+A plug-in's code is part of a run's identity (``used_by``): its distribution, version and a digest of its code
+(``code_sha256``: the files of the top-level package its module belongs to), so a plug-in changed and reinstalled
+makes another run, never a silent resume of the old one's numbers.
 
 Example (the shipped decoders are found; an unknown name is refused, listing them and any installed plug-ins)::
 
@@ -44,6 +51,9 @@ Example (the shipped decoders are found; an unknown name is refused, listing the
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import importlib.machinery
+import importlib.util
 import inspect
 import os
 import re
@@ -76,7 +86,7 @@ def shipped(group: str) -> list[str]:
 
 def installed(group: str) -> dict[str, list[metadata.EntryPoint]]:
     """Installed entry points of ``group``'s entry-point group, by name (read from package metadata; nothing is
-    imported). A name may have several: ``check_clashes`` refuses that."""
+    imported). A name may have several: ``check_name`` refuses that where the run uses it."""
     if disabled():
         return {}
     found: dict[str, list[metadata.EntryPoint]] = {}
@@ -92,17 +102,40 @@ def describe_entry(entry: metadata.EntryPoint) -> str:
     return f"entry point {entry.group}:{entry.name} = {entry.value}{origin}"
 
 
-def check_clashes(group: str) -> None:
-    """Refuse a plug-in named like a shipped config, and two distributions that register one name."""
-    ours = set(shipped(group))
-    for name, entries in installed(group).items():
-        if name in ours:
-            raise PluginError(f"{group}={name}: the plug-in {describe_entry(entries[0])} has the name of a shipped "
-                              f"{group} config; rename it in that package's entry points (or uninstall it)")
-        if len({e.value for e in entries}) > 1 or len(entries) > 1 and len({_dist(e) for e in entries}) > 1:
-            both = "; ".join(describe_entry(e) for e in entries)
-            raise PluginError(f"{group}={name}: more than one installed plug-in has this name ({both}); "
-                              "uninstall or rename all but one")
+def check_name(group: str, name: str) -> None:
+    """Refuse a name this run uses (``group=name``) that is both a shipped config and an installed plug-in, or that
+    two distributions register: one line naming the clash and the distributions. A clash on another name of the
+    group stops nothing.
+
+    >>> check_name("decoder", "ar")  # shipped, and no installed plug-in takes the name
+    """
+    entries = installed(group).get(name) or []
+    if entries and name in shipped(group):
+        raise PluginError(f"{group}={name}: two {group}s have this name: TickTock's shipped config of {_ours()} and the "
+                          f"plug-in {describe_entry(entries[0])}; rename the plug-in in that package's entry points "
+                          f"(or uninstall it; {DISABLE_VARIABLE}=1 ignores every plug-in)")
+    if len({e.value for e in entries}) > 1 or len(entries) > 1 and len({_dist(e) for e in entries}) > 1:
+        both = "; ".join(describe_entry(e) for e in entries)
+        raise PluginError(f"{group}={name}: more than one installed plug-in has this name ({both}); "
+                          "uninstall or rename all but one")
+
+
+def check_used(config) -> None:
+    """``check_name`` for the name every plug-in group of a composed run config uses (defaults and experiment
+    configs included, which the command line does not show)."""
+    for group in GROUPS:
+        node = config.get(group) if hasattr(config, "get") else None
+        name = node.get("name") if hasattr(node, "get") else None
+        if isinstance(name, str):
+            check_name(group, name)
+
+
+def _ours() -> str:
+    """``ticktock <version>``: our distribution, as a clash names it."""
+    try:
+        return f"ticktock {metadata.version('ticktock')}"
+    except metadata.PackageNotFoundError:
+        return "ticktock"
 
 
 def _dist(entry: metadata.EntryPoint) -> str:
@@ -151,10 +184,12 @@ def register_selected(overrides: list[str]) -> dict[str, dict]:
     Returns each registered plug-in's provenance by ``group=name``."""
     registered = {}
     for group, names in selected_names(overrides).items():
-        check_clashes(group)
         in_search_path = searched(group, overrides)
         for name in names:
-            if name in shipped(group) or name in in_search_path or name == "null" or "*" in name:
+            if name in in_search_path or name == "null" or "*" in name:
+                continue
+            check_name(group, name)
+            if name in shipped(group):
                 continue
             registered[f"{group}={name}"] = register(group, name)
     return registered
@@ -248,10 +283,12 @@ def _keyword_defaults(target) -> dict:
 
 
 def used_by(config) -> dict[str, dict]:
-    """Provenance of the plug-ins a composed run config uses, by group (what run.json records under ``plugins``).
+    """Provenance of the plug-ins a composed run config uses, by group (what run.json records under ``plugins``, and
+    the run identity under ``plugins``: a plug-in changed since is another run).
 
     A config group set to a plug-in's name: its entry point; a ``_target_`` outside the ``ticktock`` package (a
-    plug-in selected by ``decoder._target_=my.module.MyDecoder``): that target, with no distribution."""
+    plug-in selected by ``decoder._target_=my.module.MyDecoder``): that target, with the distribution that holds
+    its module (None for a module outside any). Each with the digest of its code (``code_sha256``)."""
     used = {}
     for group in GROUPS:
         node = config.get(group) if hasattr(config, "get") else None
@@ -260,7 +297,70 @@ def used_by(config) -> dict[str, dict]:
         name, target = node.get("name"), str(node.get("_target_"))
         entries = installed(group).get(name) if name not in shipped(group) else None
         if entries:
-            used[group] = provenance(entries[0], load(entries[0]))
+            used[group] = {**provenance(entries[0], load(entries[0])), "code_sha256": code_sha256(target)}
         elif not target.startswith("ticktock."):
-            used[group] = {"distribution": None, "version": None, "entry_point": None, "target": target}
+            distribution = distribution_of(target)
+            used[group] = {"distribution": distribution.name if distribution else None,
+                           "version": distribution.version if distribution else None, "entry_point": None,
+                           "target": target, "code_sha256": code_sha256(target)}
     return used
+
+
+def distribution_of(target: str) -> metadata.Distribution | None:
+    """The installed distribution that holds the top-level package of ``target`` (a dotted path), or None."""
+    names = metadata.packages_distributions().get(target.split(".")[0]) or []
+    for name in names:
+        try:
+            return metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def code_files(target: str) -> list[tuple[str, Path]]:
+    """The module files of the top-level package (or module) that ``target`` (a dotted path) belongs to, found
+    where Python would import it from, without importing it: ``(path relative to the package's folder, file)``,
+    sorted. Module files are those Python imports (``.py``, compiled extensions, ``.pyc`` outside
+    ``__pycache__``); data files are not code. Empty when it cannot be found."""
+    try:
+        spec = importlib.util.find_spec(target.split(".")[0])
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    suffixes = tuple(importlib.machinery.all_suffixes())
+    if spec.submodule_search_locations:  # a package (or a namespace package's folders)
+        found = []
+        for index, location in enumerate(sorted(spec.submodule_search_locations)):
+            root = Path(location)
+            found += [(f"{index}/{path.relative_to(root).as_posix()}", path) for path in root.rglob("*")
+                      if path.name.endswith(suffixes) and "__pycache__" not in path.parts and path.is_file()]
+        return sorted(found)
+    origin = Path(spec.origin) if spec.origin else None
+    return [(origin.name, origin)] if origin is not None and origin.is_file() else []
+
+
+def code_sha256(target: str) -> str | None:
+    """SHA-256 over the module files of ``target``'s top-level package (``code_files``: each one's relative path
+    and bytes), so an edit of any of them changes it and the folder it is installed in does not; None when no
+    file is found (a target that cannot be imported: building it says so)."""
+    files = code_files(target)
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for relative, path in files:
+        digest.update(relative.encode("utf-8") + b"\0" + hashlib.sha256(path.read_bytes()).hexdigest().encode() + b"\n")
+    return digest.hexdigest()
+
+
+def identity_of(used: dict[str, dict]) -> dict[str, str]:
+    """What a run identity keeps of ``used_by``'s record: per group one line (distribution, version, target and the
+    first 16 hex digits of ``code_sha256``), short enough for the one-line refusal of a run folder holding another run.
+
+    >>> identity_of({"decoder": {"distribution": "my-plugins", "version": "1.2", "target": "my_plugins.Mine",
+    ...                          "code_sha256": "0123456789abcdef" * 4, "entry_point": "mine = my_plugins:Mine"}})
+    {'decoder': 'my-plugins 1.2 my_plugins.Mine code 0123456789abcdef'}
+    """
+    return {group: f"{record.get('distribution') or '(no distribution)'} {record.get('version') or ''} "
+                   f"{record.get('target')} code {(record.get('code_sha256') or 'none')[:16]}".replace("  ", " ")
+            for group, record in used.items()}

@@ -2,8 +2,8 @@
 
 Columns: run id; model/decoder/clock/task; shard (``2/4``: shard 2 of a run split over 4 jobs, ``-``: a whole
 run); status (complete, running, interrupted, failed: read from run.json and the run's heartbeat,
-``ticktock.results.liveness``); sessions done / total (completed per-session parts); the last heartbeat and how
-long ago it was. Below the table, one line per sharded run: its shards present and missing, how many are in
+``ticktock.results.liveness``; ``complete, 1 failed``: a session the per-chunk watchdog stopped, retried by a
+rerun); sessions done / total (completed per-session parts); the last heartbeat and how long ago it was. Below the table, one line per sharded run: its shards present and missing, how many are in
 each state, and its sessions done of the whole split (``ticktock.replay.shards``). A run folder whose run.json cannot be read,
 or is not of a run.json's shape (``ticktock.results.runjson``: a list, a missing key, a value of the wrong kind),
 is listed as "unreadable" with the reason. Reads only run.json and file names (no parquet, no torch); exits 2 with
@@ -71,9 +71,20 @@ def describe(path: Path, now: float | None = None) -> dict:
     shard = meta.get("shard") or {}
     return {"run": meta.get("run_id", path.name), "what": "/".join(map(str, names)),
             "shard": f"{shard['index']}/{shard['count']}" if int(shard.get("count", 1)) > 1 else "-",
-            "status": run_state(meta, mtime, now), "sessions": f"{done}/{meta.get('sessions_total', '?')}",
+            "status": run_state(meta, mtime, now) + failed_note(meta), "sessions": f"{done}/{meta.get('sessions_total', '?')}",
             "heartbeat": f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(updated))} ({ago(max(0.0, now - updated))})",
             "path": str(path), "meta": meta, "done": done}
+
+
+def failed_note(meta: dict) -> str:
+    """What the status adds for sessions the per-chunk watchdog stopped (run.json ``failed_sessions``): a rerun
+    into the folder retries them.
+
+    >>> failed_note({"failed_sessions": [{"session_id": "s1", "error": "..."}]}), failed_note({})
+    (', 1 failed', '')
+    """
+    failed = meta.get("failed_sessions") or []
+    return f", {len(failed)} failed" if failed else ""
 
 
 def unreadable(path: Path, reason: str) -> dict:

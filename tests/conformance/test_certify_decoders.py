@@ -171,7 +171,8 @@ def test_the_command_prints_the_table_and_exits_1_on_a_failure(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "forwards charged and logged      fixture, greedy  FAIL" in out
-    assert out.strip().splitlines()[-1].startswith("certify decoder=ar: FAILED: 6 checks, 5 passed, 1 failed")
+    assert out.strip().splitlines()[-1].startswith(f"certify decoder=ar {' '.join(faulty('HiddenForward'))}: FAILED: "
+                                                   "6 checks, 5 passed, 1 failed")  # the class certified is named
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -180,6 +181,7 @@ def test_the_command_prints_the_table_and_exits_1_on_a_failure(capsys):
     (["decoder=ar", "limit.chunks=0", "--quick", "--settings", "greedy"], "limit.chunks: must be"),
     (["decoder=ar", "clock=wall", "--quick"], "clock=wall: certify replays on the modeled clock"),
     (["--quick"], "nothing to certify"),
+    (["decoder=ar", "--quick", "--sessions", "1"], "--sessions 1: the settings greedy-2-sessions"),
 ])
 def test_a_bad_configuration_exits_2_with_one_line(argv, message, capsys):
     from ticktock.certify import main

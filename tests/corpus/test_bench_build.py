@@ -4,7 +4,10 @@ offline: the selection applied, the found-vs-paper table, what is missing and wh
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -13,7 +16,7 @@ import test_convert_fdb_v3 as fdb_v3
 import test_convert_openaudiobench as oab
 import test_convert_voicebench_alpacaeval as voicebench
 from convert_helpers import cached_snapshot, offline_hub
-from ticktock.corpus.bench import BenchError
+from ticktock.corpus.bench import BenchError, BenchOptionError
 from ticktock.corpus.bench.__main__ import main as bench
 from ticktock.sessions.manifest import load_manifest
 
@@ -83,3 +86,91 @@ def test_fetch_names_what_it_cannot_fetch(tmp_path, monkeypatch, capsys):
     copy = oab.make_copy(tmp_path / "OpenAudioBench")
     assert bench(["fetch", "openaudiobench", "--src", f"openaudiobench={copy}"]) == 0
     assert capsys.readouterr().out == f"openaudiobench         {copy}: 4 items, a local copy\n"
+
+
+def bench_process(args: list[str], tmp_path, **env) -> subprocess.CompletedProcess:
+    """``python -m ticktock.corpus.bench ARGS`` in a subprocess, with its own empty Hugging Face caches and no
+    ``HF_HUB_OFFLINE`` (unless ``env`` sets it), as a user types it."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "TICKTOCK_"))}
+    environment.update(HF_HOME=str(tmp_path / "hf-home"), **env)
+    return subprocess.run([sys.executable, "-m", "ticktock.corpus.bench", *args], capture_output=True, text=True,
+                          timeout=120, env=environment, cwd=tmp_path)
+
+
+def test_a_src_naming_no_source_is_one_line_with_exit_2(tmp_path):
+    expected = ("ticktock: error: --src 'nope=dl/x': no source 'nope'; the sources: openaudiobench, "
+                "voicebench_alpacaeval, big_bench_audio, fdb_v1, fdb_v1_5, fdb_v3\n")
+    for command in (["build", "--out", "out"], ["fetch"]):
+        done = bench_process([*command, "--src", "nope=dl/x"], tmp_path, HF_HUB_OFFLINE="1")
+        assert (done.returncode, done.stderr, done.stdout) == (2, expected, ""), command
+    done = bench_process(["build", "--out", "out", "--src", "fdb_v3"], tmp_path, HF_HUB_OFFLINE="1")
+    assert done.returncode == 2 and done.stderr == (
+        "ticktock: error: --src 'fdb_v3': expected SOURCE=ID_OR_FOLDER, SOURCE one of openaudiobench, "
+        "voicebench_alpacaeval, big_bench_audio, fdb_v1, fdb_v1_5, fdb_v3\n")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(BenchOptionError, match=r"^--src 'nope=x': no source 'nope'"):
+        bench(["build", "--out", str(tmp_path / "out"), "--src", "nope=x"])
+
+
+def test_a_build_that_finds_nothing_is_one_error_and_leaves_no_folder_of_its_own(tmp_path, monkeypatch, capsys):
+    offline_hub(monkeypatch, tmp_path / "caches")
+    broken = tmp_path / "dl" / "v3"  # given, but not in Full-Duplex-Bench v3's published layout
+    broken.mkdir(parents=True)
+    out = tmp_path / "new" / "tickbench"
+    with pytest.raises(BenchError) as refused:
+        bench(["build", "--out", str(out), "--src", f"fdb_v3={broken}"])
+    message = str(refused.value)
+    assert message.startswith(f"{out}: nothing built: no source could be read (openaudiobench: "
+                              "baichuan-inc/OpenAudioBench: openaudiobench is not in the local Hugging Face cache and "
+                              "offline mode is on; fetch it once online with: ticktock bench fetch openaudiobench; "), \
+        message
+    assert f"; fdb_v3: {broken}" in message and "\n" not in message
+    assert message.endswith("; fdb_v1, fdb_v1_5: not given (downloaded by hand; pass --src SOURCE=DIR))"), message
+    assert capsys.readouterr().out == ""  # no table of zeros before the error
+    assert not out.exists() and (tmp_path / "new").is_dir()  # only what this build made is removed
+
+    mine = tmp_path / "mine"  # a folder that was there, with the user's file and an empty folder: all kept
+    (mine / "fdb_v3").mkdir(parents=True)
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(BenchError, match="nothing built"):
+        bench(["build", "--out", str(mine), "--src", f"fdb_v3={broken}"])
+    assert sorted(p.name for p in mine.iterdir()) == ["fdb_v3", "notes.txt"]
+
+
+def test_build_and_fetch_without_offline_mode_when_the_hub_cannot_be_reached_are_one_line(tmp_path):
+    """No ``HF_HUB_OFFLINE``, and a Hub endpoint that refuses connections (as on a machine without network): the
+    Hub libraries would retry each request with two warning lines for about 25 s per source; the command asks the
+    Hub once and says it in one line."""
+    unreachable = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_ETAG_TIMEOUT": "5"}
+    done = bench_process(["build", "--out", "tickbench", "--src", "openaudiobench=someone/oab-copy"], tmp_path,
+                         **unreachable)
+    assert done.returncode == 3 and done.stdout == "", done.stderr[-3000:]
+    assert len(done.stderr.splitlines()) == 1, done.stderr[-3000:]
+    assert done.stderr.startswith(
+        "ticktock: error: tickbench: nothing built: no source could be read (openaudiobench: someone/oab-copy: "
+        "openaudiobench is not in the local Hugging Face cache and the Hub cannot be reached (ConnectError); fetch it "
+        "once online with: ticktock bench fetch openaudiobench --src openaudiobench=someone/oab-copy; "), done.stderr
+    assert not (tmp_path / "tickbench").exists()
+
+    done = bench_process(["fetch", "voicebench_alpacaeval"], tmp_path, **unreachable)
+    assert done.returncode == 3 and done.stderr == (
+        "ticktock: error: hlt-lab/voicebench: voicebench_alpacaeval is not in the local Hugging Face cache and the Hub "
+        "cannot be reached (ConnectError); fetch it once online with: ticktock bench fetch voicebench_alpacaeval\n")
+
+
+def test_offline_when_unreachable_switches_the_hub_off_only_inside_the_block(monkeypatch):
+    import datasets
+    from huggingface_hub import constants
+
+    from ticktock.sessions.hub import offline, offline_reason, offline_when_unreachable
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # refuses connections, as no network does
+    with offline_when_unreachable() as why:
+        assert why == "ConnectError" and offline() and datasets.config.HF_HUB_OFFLINE
+        assert offline_reason() == "the Hub cannot be reached (ConnectError)"
+    assert not offline() and not datasets.config.HF_HUB_OFFLINE and offline_reason() == "offline mode is on"
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # the user's offline mode: no request, nothing changed
+    with offline_when_unreachable() as why:
+        assert why is None and offline_reason() == "offline mode is on"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -186,6 +187,23 @@ def test_bad_datasets_are_one_line_naming_dataset_split_row_and_field(offline, t
                       r"need 0 <= start")
 
 
+def test_two_rows_whose_audio_file_is_one_path_with_other_bytes_are_refused(offline, twins, tmp_path):
+    first, second = [s for s in twins.values() if s.task == "fdb_v3"][:2]
+    shared_name = Path(first.audio_path).name  # the second row's own recording, stored under the first one's name
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "audio").mkdir(parents=True)
+    shutil.copyfile(second.audio_path, elsewhere / "audio" / shared_name)
+    impostor = replace(second, audio_path=elsewhere / "audio" / shared_name, manifest_path=elsewhere / "manifest.jsonl")
+    assert impostor.to_json()["audio"] == first.to_json()["audio"]
+    clash = write_dataset(tmp_path / "clash", [first, impostor])
+    refused(clash, rf"clash: config fdb_v3, split test, row 1: field 'audio_file': {shared_name} is also the audio "
+                   r"file of .*clash: config fdb_v3, split test, row 0, with other bytes")
+    same = write_dataset(tmp_path / "same", [first, replace(first, session_id=first.session_id + "-again")])
+    from ticktock.sessions.dataset_task import DatasetTask
+
+    assert len(DatasetTask(str(same), audio_cache=str(tmp_path / "audio")).sessions()) == 2  # one recording, twice
+
+
 def test_a_dataset_neither_there_nor_cached_is_one_line(offline, tmp_path):
     from ticktock.errors import ConfigError
     from ticktock.sessions.dataset_task import DatasetError, DatasetTask
@@ -209,3 +227,83 @@ def test_export_refuses_another_export_and_a_bad_corpus(mini_dataset, tmp_path, 
         bench(["export", str(MINI), "--out", str(mini_dataset), "--name", "Other"])
     with pytest.raises(BenchError, match=r"nowhere: no manifest.jsonl"):
         bench(["export", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")])
+
+
+# --- no stale data: local folders are read as they are now ---------------------------------------------------------
+
+def test_two_datasets_of_one_folder_name_replay_their_own_rows(offline, twins, tmp_path):
+    """The datasets cache keys a prepared local folder by its name: ``b/mini-ds`` replayed ``a/mini-ds``'s rows."""
+    from ticktock.sessions.dataset_task import DatasetTask
+
+    fdb_v3 = [s for s in twins.values() if s.task == "fdb_v3"]
+    first = write_dataset(tmp_path / "a" / "mini-ds", fdb_v3[:2])
+    second = write_dataset(tmp_path / "b" / "mini-ds", fdb_v3[2:5])
+    for folder, sessions in ((first, fdb_v3[:2]), (second, fdb_v3[2:5]), (first, fdb_v3[:2])):
+        read = DatasetTask(str(folder), config="fdb_v3", audio_cache=str(tmp_path / "audio")).sessions()
+        assert [s.session_id for s in read] == [s.session_id for s in sessions]
+
+
+def edit_audio_in_place(folder, config="fdb_v3"):
+    """Every row's audio made half as loud, in the config's parquet file itself (same rows, same length); the new
+    audio bytes by session id."""
+    import io
+
+    import pyarrow as pa
+    import soundfile
+
+    path = next((folder / config).glob("*.parquet"))
+    table = pq.read_table(path)
+    cells, edited = table.column("audio").to_pylist(), {}
+    for cell, session_id in zip(cells, table.column("session_id").to_pylist()):
+        samples, rate = soundfile.read(io.BytesIO(cell["bytes"]), dtype="float32")
+        out = io.BytesIO()
+        soundfile.write(out, samples * 0.5, rate, format="FLAC", subtype="PCM_16")
+        cell["bytes"] = edited[session_id] = out.getvalue()
+    index = table.column_names.index("audio")
+    table = table.set_column(index, "audio", pa.array(cells, type=table.schema.field("audio").type))
+    pq.write_table(table, path)
+    return edited
+
+
+def test_audio_edited_in_place_is_replayed_fresh_and_a_resume_notices(offline, twins, tmp_path, capsys):
+    import hashlib
+
+    from ticktock.replay.runner import compose_run, run
+
+    folder = write_dataset(tmp_path / "mini-ds", [s for s in twins.values() if s.task == "fdb_v3"][:1])
+    options = ["task=hf", f"task.dataset={folder}", "task.config=fdb_v3", "limit.chunks=3", "task.tool_executor=null",
+               f"task.audio_cache={tmp_path / 'audio'}"]
+
+    def recorded(run_dir):
+        return pq.read_table(run_dir / "sessions.parquet").to_pylist()[0]["audio_sha256"]
+
+    run(compose_run("ar", "fixture", None, options), tmp_path / "before")
+    edited = edit_audio_in_place(folder)
+    digest = hashlib.sha256(next(iter(edited.values()))).hexdigest()
+    assert recorded(tmp_path / "before") != digest
+    run(compose_run("ar", "fixture", None, options), tmp_path / "fresh")
+    assert recorded(tmp_path / "fresh") == digest  # the edited audio, not the cached rows of before the edit
+    capsys.readouterr()
+    run(compose_run("ar", "fixture", None, options), tmp_path / "before")  # the resume
+    assert "audio file changed since its results were written; replaying it" in capsys.readouterr().err
+    assert recorded(tmp_path / "before") == digest
+
+
+def test_task_options_that_cannot_work_are_one_line_exit_2_before_any_work(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "a-file").write_text("not a folder")
+    for option, message in (
+            ("task.streaming=maybe", "task.streaming: must be true or false, got 'maybe'"),
+            (f"task.audio_cache={tmp_path / 'a-file'}", f"task.audio_cache: {tmp_path / 'a-file'} is a file, not a "
+             "folder (it is where session audio is unpacked: name a folder, or null for the datasets cache)"),
+            (f"task.audio_cache={tmp_path / 'a-file' / 'below'}", f"task.audio_cache: {tmp_path / 'a-file' / 'below'} "
+             f"is under {tmp_path / 'a-file'}, which is a file, not a folder")):
+        done = subprocess.run([sys.executable, "-m", "ticktock.run", "progress=false", "threads=1", "task=hf",
+                               f"task.dataset={tmp_path}", option, f"hydra.run.dir={tmp_path / 'run'}"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert done.stderr.startswith(f"ticktock: error: {message}")
+        assert not (tmp_path / "run").exists()

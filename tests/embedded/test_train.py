@@ -181,3 +181,38 @@ def test_a_planted_pickle_checkpoint_is_refused_in_one_line_and_never_loaded(tra
     (line,) = capsys.readouterr().err.splitlines()
     assert done.value.code == 4 and line.startswith(f"ticktock: error: {out / 'checkpoint.safetensors'}: cannot read "
                                                     "the checkpoint (not a safetensors file")
+
+
+@pytest.mark.parametrize("make, missing", [
+    (lambda d: d.mkdir(), "no trained model there: config.json, model.safetensors, frontend.safetensors, "
+                          "tokenizer.json, ticktock.json missing"),
+    (lambda d: (d.mkdir(), (d / "config.json").write_text("{}"), (d / "ticktock.json").write_text("{}")),
+     "no trained model there: model.safetensors, frontend.safetensors, tokenizer.json missing"),
+    (lambda d: None, "no such folder"),
+    (lambda d: d.write_text("x"), "not a folder"),
+])
+def test_an_init_folder_without_weights_is_one_line_before_any_work(make, missing, tmp_path, capsys):
+    from ticktock.embedded.train import InitFolderError, main
+
+    init = tmp_path / "init"
+    make(init)
+    with pytest.raises(InitFolderError) as failure:  # exit code 3; it was a WeightsError traceback after the corpus
+        main(["--corpus", str(tmp_path / "corpus"), "--out", str(tmp_path / "out"), "--init", str(init),
+              "--generate", "3"])
+    assert str(failure.value).startswith(f"--init {init}: {missing}") and failure.value.exit_code == 3
+    assert not (tmp_path / "out").exists() and not (tmp_path / "corpus").exists()  # no corpus generated
+
+
+def test_an_init_folder_error_is_one_line_on_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "init").mkdir()
+    done = subprocess.run([sys.executable, "-m", "ticktock.embedded.train", "--corpus", str(tmp_path / "corpus"),
+                           "--out", str(tmp_path / "out"), "--init", str(tmp_path / "init")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines() == [
+        f"ticktock: error: --init {tmp_path / 'init'}: no trained model there: config.json, model.safetensors, "
+        "frontend.safetensors, tokenizer.json, ticktock.json missing (a trained model folder, the --out of an earlier "
+        "training, holds config.json, model.safetensors, frontend.safetensors, tokenizer.json, ticktock.json)"]

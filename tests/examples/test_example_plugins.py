@@ -55,12 +55,21 @@ def test_a_run_selects_both_plugins_by_name_and_records_them(example_plugins, tm
     assert done.returncode == 0, done.stderr
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     entry_points = {entry.name: entry.value for entry in example_plugins.entry_points}
+    code = run["plugins"]["decoder"]["code_sha256"]  # both are modules of one top-level package: one digest
+    assert isinstance(code, str) and len(code) == 64
     for group, name in (("decoder", "pool_rank"), ("model", "lws_fixture")):
         assert run["plugins"][group] == {"distribution": DISTRIBUTION, "version": example_plugins.version,
                                          "entry_point": f"{name} = {entry_points[name]}",
-                                         "target": entry_points[name].replace(":", "."), "api_version": 1}
+                                         "target": entry_points[name].replace(":", "."), "api_version": 1,
+                                         "code_sha256": code}
+        assert run["identity"]["plugins"][group] == (f"{DISTRIBUTION} {example_plugins.version} "
+                                                     f"{entry_points[name].replace(':', '.')} code {code[:16]}")
     assert run["decoder"]["name"] == "pool_rank" and run["decoder"]["branches"] == 2 and run["decoder"]["lossless"]
     assert run["environment"]["model"]["name"] == "lws_fixture"
+
+    again = ticktock_run("decoder=pool_rank", "model=lws_fixture", "experiment=smoke", "decoder.branches=2",
+                         f"hydra.run.dir={tmp_path / 'run'}")  # the same plug-ins, unchanged: resumed, and said so
+    assert again.returncode == 0 and "resumed 1 of 1 sessions" in again.stderr.splitlines(), again.stderr
 
 
 def test_the_decoder_is_certified_on_the_fixture(example_plugins, capsys, monkeypatch):

@@ -138,8 +138,8 @@ def test_arguments_with_equals_signs_are_paths_when_they_exist(tmp_path):
 
 
 def test_a_judge_name_is_a_plain_word_never_a_path(runs, judge_model, tmp_path):
-    with pytest.raises(JudgeError, match=r"^judge.name: must be a plain name of letters, digits, '_', '.' and '-' \(not "
-                                         r"starting with '.'\): it names the file judgements/<name>.parquet in each run "
+    with pytest.raises(JudgeError, match=r"^judge.name: must be a plain name of letters, digits, '_', '.' and '-' \("
+                                         r"starting with a letter or digit, at most 128\): it names the file judgements/<name>.parquet in each run "
                                          r"folder; got '../../x'$"):
         main([str(runs), *judge_options(judge_model, "judge.name=../../x")])
     assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.parquet") if "judgements" in p.parts

@@ -1,6 +1,7 @@
 """Capacity per device: the search, the verdict, a search on a shared device with a hand-computed answer, and the
 table and figure from hand-made runs."""
 
+import hashlib
 import math
 from pathlib import Path
 
@@ -168,8 +169,9 @@ def test_capacity_table_from_runs(tmp_path):
     assert table.key == "capacity" and table.title == "Capacity: sessions per device within the deadline criteria"
     got = table.frame[["decoder", "batching", "capacity", "x AR", "first failing N", "N passing", "N failing"]]
     records = got.to_dict("records")
-    assert [r["capacity"] for r in records] == [2, 4, 8, 16]
-    assert [r["x AR"] for r in records] == [1.0, 2.0, 1.0, 2.0]
+    assert [r["capacity"] for r in records] == [2, 4, 8, ">= 16"]  # no N failed: a lower bound
+    assert [r["x AR"] for r in records] == [1.0, 2.0, 1.0, ">= 2.00"]
+    assert set(table.frame["sessions"]) == {"1 session #" + hashlib.sha256(b"s\n").hexdigest()[:8]}
     # speclisten at N = 8: onsets 900 and 100 ms, p95 = 100 + 0.95 * 800 = 860 ms
     assert [r["N failing"] for r in records] == ["4 (miss 10.0% > 5%)", "8 (p95 onset 860 ms > 500 ms)",
                                                  "16 (miss 25.0% > 5%)", "none"]
@@ -197,7 +199,7 @@ def test_x_ar_is_missing_where_ar_has_no_capacity_or_no_runs(tmp_path):
     write_run(tmp_path / "sl-N4-b", "speclisten", rows(0), sharing=concurrency(4, batching=True))  # no batched AR
     write_run(tmp_path / "sl-N8-b", "speclisten", rows(4), sharing=concurrency(8, batching=True))
     frame = capacity_table(load_results([str(tmp_path)])).frame
-    assert frame["capacity"].tolist() == [0, 2, 4]
+    assert frame["capacity"].tolist() == [0, ">= 2", 4]
     assert all(math.isnan(v) for v in frame["x AR"])
 
 
@@ -229,3 +231,67 @@ def test_the_tables_command_writes_the_capacity_table_and_figure(tmp_path):
     assert (out / "capacity.csv").read_text().startswith("model,decoder,batching,capacity,x AR,")
     page = report.read_text()
     assert 'id="capacity"' in page and "capacity.png" in page
+
+
+# --- session sets and lower bounds (issue 42, item 6) ---------------------------------------------------------------
+
+
+def rows_of(session_ids: list[str], misses: int = 0) -> list[dict]:
+    """``rows`` for each of ``session_ids`` (20 chunks each, ``misses`` of them missing their deadline)."""
+    return [{**row, "session_id": s} for s in session_ids for row in rows(misses)]
+
+
+def set_label(*session_ids: str) -> str:
+    ids = sorted(session_ids)
+    digest = hashlib.sha256("".join(f"{s}\n" for s in ids).encode()).hexdigest()[:8]
+    return f"{len(ids)} session{'' if len(ids) == 1 else 's'} #{digest}"
+
+
+def test_x_ar_across_different_session_sets_is_not_shown_and_a_note_says_why(tmp_path):
+    # AR's capacity found on sessions a, b; speclisten's on a, b, c, d: the old table divided them (2 / 1 = 2.00)
+    write_run(tmp_path / "ar-N1", "ar", rows_of(["a", "b"]))
+    write_run(tmp_path / "ar-N2", "ar", rows_of(["a", "b"], misses=4), sharing=concurrency(2))
+    write_run(tmp_path / "sl-N1", "speclisten", rows_of(["a", "b", "c", "d"]))
+    write_run(tmp_path / "sl-N2", "speclisten", rows_of(["a", "b", "c", "d"]), sharing=concurrency(2))
+    write_run(tmp_path / "sl-N4", "speclisten", rows_of(["a", "b", "c", "d"], misses=4), sharing=concurrency(4))
+    results = load_results([str(tmp_path)])
+    table = capacity_table(results)
+    records = table.frame.to_dict("records")
+    assert [(r["decoder"], r["capacity"], r["sessions"]) for r in records] == [
+        ("ar", 1, set_label("a", "b")), ("speclisten", 2, set_label("a", "b", "c", "d"))]
+    assert records[0]["x AR"] == 1.0 and math.isnan(records[1]["x AR"])
+    assert table.formatted()["x AR"].tolist() == ["1.00", "–"]
+    assert any(n.startswith(f"not compared: speclisten (m / modeled:test-profile") and
+               f"found its capacity on {set_label('a', 'b', 'c', 'd')}, ar on {set_label('a', 'b')}: x AR is not shown" in n
+               for n in table.notes)
+    assert "capacity" in [t.key for t in build_tables(results).tables]  # flagged, not a failure of the whole command
+
+
+def test_a_line_whose_n_ran_on_different_sessions_is_mixed_and_noted(tmp_path):
+    write_run(tmp_path / "ar-N1", "ar", rows_of(["a"]))
+    write_run(tmp_path / "ar-N2", "ar", rows_of(["a", "b"], misses=4), sharing=concurrency(2))
+    write_run(tmp_path / "sl-N1", "speclisten", rows_of(["a"]))
+    write_run(tmp_path / "sl-N2", "speclisten", rows_of(["a", "b"]), sharing=concurrency(2))
+    write_run(tmp_path / "sl-N4", "speclisten", rows_of(["a", "b"], misses=4), sharing=concurrency(4))
+    table = capacity_table(load_results([str(tmp_path)]))
+    assert table.frame["sessions"].tolist() == ["mixed", "mixed"]
+    assert math.isnan(table.frame["x AR"].iloc[1])  # mixed sets compare nothing
+    assert any(n.startswith("different sessions: speclisten (m / modeled:test-profile") and
+               f"(N=1: {set_label('a')}, N=2: {set_label('a', 'b')}, N=4: {set_label('a', 'b')})" in n
+               for n in table.notes)
+
+
+def test_a_capacity_with_no_failing_n_prints_as_a_lower_bound_and_bounds_the_ratio(tmp_path):
+    # AR passes every N tried (1, 2: at least 2); speclisten fails at 8 (exactly 4): x AR at most 4 / 2
+    write_run(tmp_path / "ar-N1", "ar", rows(0))
+    write_run(tmp_path / "ar-N2", "ar", rows(0), sharing=concurrency(2))
+    write_run(tmp_path / "sl-N1", "speclisten", rows(0))
+    write_run(tmp_path / "sl-N4", "speclisten", rows(0), sharing=concurrency(4))
+    write_run(tmp_path / "sl-N8", "speclisten", rows(2), sharing=concurrency(8))
+    results = load_results([str(tmp_path)])
+    table = capacity_table(results)
+    formatted = table.formatted()
+    assert formatted["capacity"].tolist() == [">= 2", "4"]
+    assert formatted["x AR"].tolist() == ["1.00", "<= 2.00"]
+    build_report(results, tmp_path / "out", formats=("md",))
+    assert "| m | ar | no | >= 2 | 1.00 |" in (tmp_path / "out" / "capacity.md").read_text()

@@ -51,3 +51,38 @@ def test_a_bad_talker_option_stops_the_run_before_any_work_in_one_line(overrides
         check_run_options(compose_run("ar", "fixture", None, overrides))
     assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
     assert getattr(refused.value, "exit_code", None) == 2
+
+
+@pytest.mark.parametrize("voice, problem", [
+    ("xx-nope", "not an eSpeak voice"),
+    ("../../x", "not an eSpeak voice"),        # eSpeak would read a file there
+    ("/etc/x", "not an eSpeak voice"),
+    ("gmw/en-US", "not an eSpeak voice"),      # a path inside the data folder: names only
+    ("en-us+nope", "eSpeak has no variant 'nope'"),  # eSpeak speaks plain en-us without a word
+])
+def test_a_voice_the_installation_lacks_or_a_path_is_refused_naming_the_valid_ones(voice, problem):
+    with pytest.raises(TalkerError) as failure:
+        EspeakTalker(voice=voice)
+    message = str(failure.value)
+    assert message.startswith(f"talker.voice: {voice!r}: {problem}; valid: a language (")
+    assert " en-us, " in message and "optionally +variant (" in message and " f2, " in message
+    assert "\n" not in message
+
+
+def test_the_voices_of_the_bundled_data_are_accepted_in_any_case_with_their_variants():
+    for voice in ("en-us", "EN-US", "de", "en-us+f2", "en-gb-x-rp+m3"):
+        EspeakTalker(voice=voice)
+
+
+def test_a_bad_voice_on_the_command_line_is_one_line_exit_2_before_the_run_folder(tmp_path):
+    import subprocess
+    import sys
+
+    for voice in ("xx-nope", "../../x"):
+        done = subprocess.run([sys.executable, "-m", "ticktock.run", "progress=false", "experiment=smoke",
+                               "talker=espeak", f"talker.voice={voice}", f"hydra.run.dir={tmp_path / 'run'}"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"ticktock: error: talker.voice: {voice!r}: not an eSpeak voice")
+        assert not (tmp_path / "run").exists()

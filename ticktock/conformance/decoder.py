@@ -10,7 +10,8 @@ replay                   what it is for
 AR                       the reference: the same sessions, options and seed, decoded by ``decoder=ar``
 the decoder              tokens, forward log, counters and KV cache against AR and against the model
 the decoder, again       the same config twice gives the same tables
-the decoder, cut         the audio from a cut on replaced by noise: nothing before the cut may change
+the decoder, perturbed   the audio from a cut on replaced by silence, noise, another session's audio and the
+                         session's own audio shifted (one replay each): nothing before the cut may change
 =======================  ==============================================================================
 
 Settings (``SETTINGS``): greedy and sampled, each with a session alone and with two sessions sharing the device
@@ -33,7 +34,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ticktock.conformance.checks import Check
 from ticktock.conformance.decoder_checks import (NO_PEEKING, cache_equals_ar, counters_agree,
                                                  deterministic, forwards_logged, no_early_audio, tokens_equal_ar)
-from ticktock.conformance.replays import Replay, Timeline, cut_audio, replay
+from ticktock.conformance.perturbations import DESCRIPTIONS, PERTURBATIONS
+from ticktock.conformance.replays import Replay, ReplayTimedOut, Timeline, cut_audio, replay
 from ticktock.errors import ConfigError
 
 TASK_TYPES = ("fdb_v3", "llama_questions", "fdb_v1_5", "alpaca_eval", "trivia_qa", "web_questions",
@@ -109,13 +111,14 @@ def settings_named(names: str) -> tuple[Setting, ...]:
 def certify_decoder(decoder: str, models: tuple[str, ...] = MODELS, overrides: tuple[str, ...] = (),
                     out: Path | None = None, sessions: int = 2, chunks: int = 10,
                     settings: tuple[Setting, ...] = SETTINGS, cuts: int = 1,
-                    references: dict | None = None) -> list[Check]:
+                    references: dict | None = None, perturbations: tuple[str, ...] = PERTURBATIONS) -> list[Check]:
     """Check decoder ``decoder`` (a name of ``configs/decoder/`` or an installed plug-in) on each of ``models``.
 
     ``overrides``: Hydra overrides for every replay (``decoder.*`` ones for the decoder's replays only, e.g.
     ``decoder.num_pred=4``); ``out``: the folder the replays are written into (default: a temporary one, removed);
     ``sessions`` and ``chunks``: how many sessions and chunks of each are replayed; ``cuts``: replays with the
-    audio cut, per setting (``plan_cuts``; 0: none, and the no-peeking check is skipped); ``references``: a dict
+    audio cut, per setting (``plan_cuts``; 0: none, and the no-peeking check is skipped), each replayed once per
+    perturbation of ``perturbations`` (``ticktock.conformance.perturbations``: default all); ``references``: a dict
     in which the AR replays are kept for later calls with the same model and options (certifying several
     decoders). Returns one ``Check`` per property, model and setting.
 
@@ -138,6 +141,7 @@ def certify_decoder(decoder: str, models: tuple[str, ...] = MODELS, overrides: t
     import tempfile
 
     check_clock(overrides)
+    check_settings_fit(settings, sessions)
     if not (isinstance(cuts, int) and cuts >= 0):
         raise CertifyError(f"--cuts: must be an integer >= 0, got {cuts!r}")
     ours = [o for o in overrides if is_decoder_override(o)]
@@ -147,10 +151,33 @@ def certify_decoder(decoder: str, models: tuple[str, ...] = MODELS, overrides: t
         results = []
         for model in models:
             common = [*selection_overrides(model, overrides, sessions, chunks), *shared]
-            bench = Bench(decoder, model, common, ours, folder / model, per_task(overrides, sessions), references)
+            bench = Bench(decoder, model, common, ours, folder / model, per_task(overrides, sessions), references,
+                          perturbations)
             for setting in settings:
-                results += bench.certify(setting, cuts)
+                try:
+                    results += bench.certify(setting, cuts)
+                except ReplayTimedOut as err:  # a hang the watchdog stopped: one failed check naming the chunk
+                    results.append(err.check(f"{model}, {setting.label}"))
         return results
+
+
+def check_settings_fit(settings, sessions: int) -> None:
+    """Every setting that shares the device among N sessions needs at least N sessions replayed (a run refuses
+    ``concurrency.sessions`` above the sessions it replays).
+
+    >>> check_settings_fit(SETTINGS, 1)
+    Traceback (most recent call last):
+    ...
+    ticktock.conformance.decoder.CertifyError: --sessions 1: the settings greedy-2-sessions, sampled-2-sessions replay 2 sessions at once; pass --sessions 2 or more, or --settings greedy,sampled
+    """
+    shared = {slug(s.label): dict(s.options).get("concurrency.sessions", 1) for s in settings}
+    too_many = [name for name, n in shared.items() if n > sessions]
+    if too_many:
+        alone = [name for name, n in shared.items() if n <= sessions]
+        instead = f", or --settings {','.join(alone)}" if alone else ""
+        raise CertifyError(f"--sessions {sessions}: the settings {', '.join(too_many)} replay "
+                           f"{max(shared[n] for n in too_many)} sessions at once; pass --sessions "
+                           f"{max(shared[n] for n in too_many)} or more{instead}")
 
 
 def is_decoder_override(override: str) -> bool:
@@ -188,8 +215,10 @@ class Bench:
     AR tokens and KV cache never depend on the device being shared: ``ticktock.replay.concurrency``)."""
 
     def __init__(self, decoder: str, model: str, common: list[str], ours: list[str], folder: Path,
-                 per_task: int | None, references: dict | None = None):
+                 per_task: int | None, references: dict | None = None,
+                 perturbations: tuple[str, ...] = PERTURBATIONS):
         self.decoder, self.model, self.common, self.ours = decoder, model, common, ours
+        self.perturbations = perturbations
         self.folder, self.per_task = folder, per_task
         self._references = {} if references is None else references
         self._composed: dict[bool, DictConfig] = {}
@@ -226,14 +255,19 @@ class Bench:
                 deterministic(subject, again, label)]
 
     def cut_replays(self, cfg: DictConfig, subject: Replay, cuts: int, folder: Path) -> list:
-        """The decoder's replays with the audio after each of ``cuts`` cuts replaced by noise (``plan_cuts``)."""
+        """The decoder's replays with the audio after each of ``cuts`` cuts (``plan_cuts``) replaced in each of the
+        bench's perturbations (``ticktock.conformance.perturbations``): (cut, the cut in words, what replaced the
+        audio, the replay) each."""
         order = replay_order(cfg, subject)
         made = []
         for k, (cut_ms, described) in enumerate(plan_cuts(subject, cuts, order, shared=_shares_device(cfg))):
             cut_s = {sid: (ms - Timeline(subject, sid).start_ms) / 1000.0 for sid, ms in cut_ms.items()}
-            noisy = copy.deepcopy(cfg)
-            noisy.task.manifest = str(cut_audio(cfg, cut_s, folder / f"cut-{k}-audio", seed=k))
-            made.append((cut_ms, described, replay(noisy, folder / f"cut-{k}", capture_caches=False)))
+            for kind in self.perturbations:
+                perturbed = copy.deepcopy(cfg)
+                perturbed.task.manifest = str(cut_audio(cfg, cut_s, folder / f"cut-{k}-{kind}-audio", seed=k,
+                                                        perturbation=kind))
+                made.append((cut_ms, described, DESCRIPTIONS[kind],
+                             replay(perturbed, folder / f"cut-{k}-{kind}", capture_caches=False)))
         return made
 
     def reference(self, setting: Setting) -> Replay:
@@ -269,7 +303,7 @@ def replay_order(cfg: DictConfig, subject: Replay) -> list[str]:
 
 
 def plan_cuts(subject: Replay, count: int, order: list[str], shared: bool) -> list[tuple[dict[str, float], str]]:
-    """``count`` cuts: each a time per session on the run's clock (ms) from which its audio is replaced by noise,
+    """``count`` cuts: each a time per session on the run's clock (ms) from which its audio is replaced (perturbed),
     and what it is in words. A cut lies inside an idle window that drafted a chunk (the middle of a gap between
     forwards, so that no forward starts at it).
 

@@ -7,7 +7,8 @@ counter-example (session, chunk, token, forward or cache position) when the prop
 - ``forwards_logged``: every forward the model ran is a row of forwards.parquet (in order, with the query and
   context it had), charged to the clock (``charged_ms`` > 0, within the phase's time);
 - ``counters_agree``: chunks.parquet's and sessions.parquet's counters are what forwards.parquet adds up to;
-- ``no_early_audio``: with the audio after a cut replaced by noise, everything before the cut is unchanged;
+- ``no_early_audio``: with the audio after a cut replaced (silence, noise, another session's audio, the session's own
+  audio shifted: one replay each), everything before the cut is unchanged;
 - ``cache_equals_ar``: the KV cache after each chunk's post-audio work is AR's (length, keys and values);
 - ``deterministic``: the same config twice gives the same tables (wall-clock columns aside).
 
@@ -197,29 +198,46 @@ def before_cut(result: Replay, cut_ms: dict[str, float]) -> dict[str, list]:
     return seen
 
 
-def no_early_audio(subject: Replay, cuts: list[tuple[dict[str, float], str, Replay]], setting: str) -> Check:
-    """``cuts``: (each session's cut on the run's clock in ms, the cut in words, the replay with the audio after the
-    cut replaced by noise); ``subject`` is the replay with the real audio."""
+def no_early_audio(subject: Replay, cuts: list[tuple[dict[str, float], str, str, Replay]], setting: str) -> Check:
+    """``cuts``: (each session's cut on the run's clock in ms, the cut in words, what replaced the audio after it, the
+    replay with that audio); ``subject`` is the replay with the real audio. The first event before a cut that differs
+    (a chunk row, or a forward's row or inputs), or that one replay has and the other lacks, fails the check: its
+    session, chunk and forward, what differed and which replacement changed it."""
     if not cuts:
         return Check(NO_PEEKING, setting, None, detail="no replay with cut audio was asked for (cuts 0)")
-    for cut_ms, described, cut in cuts:
-        ours, theirs = before_cut(subject, cut_ms), before_cut(cut, cut_ms)
-        for session_id, events in ours.items():
-            other = theirs.get(session_id, [])
-            for i, (kind, chunk_index, row) in enumerate(events):
-                twin = other[i][2] if i < len(other) and other[i][:2] == (kind, chunk_index) else None
-                if twin != row:
-                    what = "its inputs" if twin is not None and twin.get("inputs") != row.get("inputs") else \
-                        (first_difference(row, twin) if twin is not None else "it is missing")
-                    where = f"session {session_id}, chunk {chunk_index}" + \
-                        (f", forward {row['forward_index']} ({row['phase']})" if kind == "forward" else "")
-                    return Check(NO_PEEKING, setting, False, where, f"{what} changed when {described} was replaced "
-                                                                    "by noise")
-            if len(other) != len(events):
-                return Check(NO_PEEKING, setting, False, f"session {session_id}",
-                             f"{len(other) - len(events)} more events before the cut when {described} was replaced "
-                             "by noise")
+    for cut_ms, described, replaced_by, cut in cuts:
+        problem = _first_change(before_cut(subject, cut_ms), before_cut(cut, cut_ms))
+        if problem:
+            where, what = problem
+            return Check(NO_PEEKING, setting, False, where, f"{what} when {described} was replaced by {replaced_by}")
     return Check(NO_PEEKING, setting, True)
+
+
+def _first_change(ours: dict[str, list], theirs: dict[str, list]) -> tuple[str, str] | None:
+    """Where and how the events before the cut of a perturbed replay (``theirs``) first differ from the real one's."""
+    for session_id, events in ours.items():
+        other = theirs.get(session_id, [])
+        for i, (kind, chunk_index, row) in enumerate(events):
+            twin = other[i][2] if i < len(other) and other[i][:2] == (kind, chunk_index) else None
+            if twin != row:
+                where = f"session {session_id}, chunk {chunk_index}" + \
+                    (f", forward {row['forward_index']} ({row['phase']})" if kind == "forward" else "")
+                return where, _change(row, twin)
+        if len(other) > len(events):
+            extra_kind, chunk_index, row = other[len(events)]
+            where = f"session {session_id}, chunk {chunk_index}" + \
+                (f", forward {row['forward_index']} ({row['phase']})" if extra_kind == "forward" else "")
+            return where, f"it happened only in the perturbed replay ({len(other) - len(events)} more events)"
+    return None
+
+
+def _change(row: dict, twin: dict | None) -> str:
+    """How an event of the real replay (``row``) differs in the perturbed one (``twin``; None: absent there)."""
+    if twin is None:
+        return "it did not happen"
+    if twin.get("inputs") != row.get("inputs"):
+        return "its inputs changed"
+    return f"it changed ({first_difference(row, twin)})"
 
 
 # ------------------------------------------------------------------------------------------ the KV cache

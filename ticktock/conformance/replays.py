@@ -2,8 +2,9 @@
 
 ``replay(cfg, run_dir)`` runs ``cfg`` with its model and decoder observed (``ticktock.conformance.observe``) and
 returns a ``Replay``: the rows of chunks.parquet, sessions.parquet and forwards.parquet, and the recorder.
-``cut_audio`` writes a copy of a run's sessions whose audio after a given time is replaced by noise (what the
-no-peeking check replays). ``Timeline`` places a run's forwards and chunks on its clock.
+``cut_audio`` writes a copy of a run's sessions whose audio after a given time is replaced (by silence, noise,
+another session's audio or its own shifted: what the no-peeking check replays). ``Timeline`` places a run's
+forwards and chunks on its clock.
 
 Example::
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from ticktock.conformance.checks import Check
 from ticktock.conformance.observe import Recorder, observed_config
 from ticktock.decoders.counters import POST_AUDIO
 
@@ -53,14 +55,36 @@ class Replay:
         return next(r for r in self.sessions if r["session_id"] == session_id)
 
 
+WATCHDOG = "every chunk ends within watchdog.chunk_s"
+
+
+class ReplayTimedOut(Exception):
+    """A replay's session ran past ``watchdog.chunk_s`` (``ticktock.replay.watchdog``): certify reports it as one
+    failed check naming the chunk (``check``) instead of comparing a replay that lacks the session."""
+
+    def __init__(self, failed: list[dict]):
+        self.failed = failed
+        super().__init__(failed[0].get("error", ""))
+
+    def check(self, setting: str) -> Check:
+        more = f" ({len(self.failed)} sessions failed)" if len(self.failed) > 1 else ""
+        return Check(WATCHDOG, setting, False, self.failed[0].get("session_id", ""), f"{self}{more}")
+
+
 def replay(cfg: DictConfig, run_dir: Path, capture_caches: bool = True) -> Replay:
-    """Run ``cfg`` into ``run_dir`` (a fresh folder) with its model and decoder observed; read the tables back."""
+    """Run ``cfg`` into ``run_dir`` (a fresh folder) with its model and decoder observed; read the tables back. A
+    session the watchdog stopped (run.json ``failed_sessions``) is a ``ReplayTimedOut``."""
+    import json
+
     import pyarrow.parquet as pq
 
     from ticktock.replay.runner import run
 
     recorder = Recorder(capture_caches)
     run(observed_config(cfg, recorder), run_dir)
+    failed = json.loads((run_dir / "run.json").read_text()).get("failed_sessions") or []
+    if failed:
+        raise ReplayTimedOut(failed)
     tables = [pq.read_table(run_dir / f"{name}.parquet").to_pylist() for name in ("chunks", "sessions", "forwards")]
     return Replay(run_dir, *tables, recorder)
 
@@ -117,29 +141,32 @@ class Timeline:
 # ------------------------------------------------------------------------------------------- cut audio
 
 
-def cut_audio(cfg: DictConfig, cuts_s: dict[str, float], folder: Path, seed: int = 0) -> Path:
-    """Write the task's sessions with their audio from ``cuts_s[session_id]`` seconds on replaced by noise (all of
-    a session's audio when its cut is <= 0, none when it has no cut or an infinite one) into ``folder``, with a
+def cut_audio(cfg: DictConfig, cuts_s: dict[str, float], folder: Path, seed: int = 0,
+              perturbation: str = "noise") -> Path:
+    """Write the task's sessions with their audio from ``cuts_s[session_id]`` seconds on replaced (all of a
+    session's audio when its cut is <= 0, none when it has no cut or an infinite one) into ``folder``, with a
     manifest of them all in the task's order; return the manifest (a run replays it with ``task.manifest``).
+    ``perturbation``: what replaces it (``ticktock.conformance.perturbations``: silence, noise, another session's
+    audio, the session's own audio shifted); ``seed``: the noise's.
 
     The audio is written as float32 WAV, so every sample before the cut is exactly the original's.
     """
-    import numpy as np
     import soundfile
 
+    from ticktock.conformance.perturbations import perturbed
     from ticktock.replay.runner import build
     from ticktock.sessions.audio import SAMPLE_RATE, load_audio
     from ticktock.sessions.manifest import write_manifest
 
     folder.mkdir(parents=True, exist_ok=True)
+    originals = build(cfg.task).sessions()
     sessions = []
-    for i, session in enumerate(build(cfg.task).sessions()):
+    for i, session in enumerate(originals):
         cut = cuts_s.get(session.session_id, math.inf)
         if cut < math.inf:
-            audio = load_audio(session.audio_path)
             first = int(cut * SAMPLE_RATE) if cut > 0 else 0
-            noise = np.random.default_rng([seed, i]).normal(0.0, 0.05, max(0, len(audio) - first))
-            audio[first:] = np.clip(noise, -1.0, 1.0).astype(np.float32)
+            other = load_audio(originals[(i + 1) % len(originals)].audio_path) if len(originals) > 1 else None
+            audio = perturbed(load_audio(session.audio_path), first, perturbation, [seed, i], other)
             path = folder / f"{i:04d}.wav"
             soundfile.write(str(path), audio, SAMPLE_RATE, subtype="FLOAT")
             session = replace(session, audio_path=path.resolve())

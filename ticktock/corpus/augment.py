@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from ticktock.results.atomic import atomic_write
+from ticktock.results.names import MAX_NAME_LENGTH, checked_name
 from ticktock.sessions.audio import SAMPLE_RATE, load_audio, resample
 from ticktock.corpus.arguments import real_number, whole_number, whole_range
 from ticktock.corpus.mixing import stable_seed, write_flac
@@ -331,15 +332,23 @@ def scale_times(value, factor: float, key: str = ""):
 
 
 def augmented_audio(session_id: str, copy: int) -> str:
-    """The audio file of an augmented version, relative to the output folder: ``audio/<id>-aug<copy>.flac``."""
-    return f"audio/{session_id}-aug{copy}.flac"
+    """The audio file of an augmented version, relative to the output folder: ``audio/<id>-aug<copy>.flac``, the
+    id ``<id>-aug<copy>`` checked as a name (``ticktock.results.names``: ``read_lines`` checked ``<id>`` already)."""
+    name = checked_name(augmented_id(session_id, copy), "session_id", f"augmented copy {copy} of {session_id}",
+                        AugmentError)
+    return f"audio/{name}.flac"
+
+
+def augmented_id(session_id: str, copy: int) -> str:
+    """The id of an augmented version: ``<id>-aug<copy>``."""
+    return f"{session_id}-aug{copy}"
 
 
 def augmented_line(line: dict, aug: Augmentation, copy: int, profile: str, lead_cut_s: float = 0.0) -> dict:
     """The manifest line of an augmented version: id ``<id>-aug<copy>``, times scaled by 1 / speed; the
     provenance records ``lead_cut_s`` (seconds of leading silence cut, ``trim_lead``) only where it is not 0."""
     out = scale_times(line, 1.0 / aug.speed)
-    out["session_id"] = f"{line['session_id']}-aug{copy}"
+    out["session_id"] = augmented_id(line["session_id"], copy)
     out["audio"] = augmented_audio(line["session_id"], copy)
     record = {"profile": profile, "copy": copy, "of": line["session_id"], **asdict(aug)}
     if lead_cut_s:
@@ -361,8 +370,20 @@ def read_lines(manifest: Path) -> list[dict]:
             missing = [key for key in ("session_id", "audio", "duration_s") if key not in line]
             if missing:
                 raise AugmentError(f"{manifest}:{number}: field {missing[0]!r}: missing")
+            check_augmentable_id(line.get("session_id"), f"{manifest}:{number}")
             lines.append(line)
     return lines
+
+
+def check_augmentable_id(session_id, where: str) -> None:
+    """``session_id`` is a name (``ticktock.results.names``) that stays one with ``-aug<copy>`` added (an
+    ``AugmentError`` naming ``where`` and the field, before anything is written)."""
+    checked_name(session_id, "session_id", where, AugmentError)
+    longest = augmented_id(session_id, MAX_COPIES - 1)
+    if len(longest) > MAX_NAME_LENGTH:
+        raise AugmentError(f"{where}: field 'session_id': {len(session_id)} characters: its augmented ids "
+                           f"(<id>-aug<copy>, up to {len(longest)}) would be longer than a name's "
+                           f"{MAX_NAME_LENGTH}")
 
 
 def babble_pool(source: Path, lines: list[dict], size: int = BABBLE_POOL) -> dict[str, np.ndarray]:

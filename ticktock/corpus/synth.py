@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ticktock.errors import ConfigError
+from ticktock.results.names import named_path
 from ticktock.sessions.audio import SAMPLE_RATE
 from ticktock.sessions.manifest import Session, write_manifest
 from ticktock.corpus.arguments import real_number, whole_number
@@ -135,7 +136,8 @@ def render_session(script: SessionScript, out: Path, split: str, seed: int, inde
     audio_end = max(p.start_sample + s.samples.shape[0] for p, s in zip(placed, spoken)) / SAMPLE_RATE
     num_samples = session_samples(script, placed, audio_end)
     audio = mix_session(sid, num_samples, placed, spoken, room_tone_dbfs)
-    audio_path = write_flac(out / "audio" / f"{sid}.flac", audio)
+    audio_path = write_flac(named_path(out / "audio", sid, ".flac", "session_id", f"synth --split {split}",
+                                       SynthOptionError), audio)
     return Session(
         session_id=sid,
         task=script.task,

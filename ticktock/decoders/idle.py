@@ -7,6 +7,7 @@ After a chunk is done and before the next chunk's audio is complete, a decoder m
 
 from __future__ import annotations
 
+import weakref
 from typing import Sequence
 
 from ticktock.clocks.base import Stopwatch, WindowClosed
@@ -22,8 +23,13 @@ class ArrivingAudio:
 
     The window opens ``budget_ms`` before the chunk's audio is complete, so at ``elapsed_ms`` into the window
     (on the run's clock: the modeled charges, or measured wall time) the chunk's first
-    ``duration_ms - budget_ms + elapsed_ms`` of audio have arrived (all of it once the window is over). The
-    samples are private: ``arrived`` returns a copy of the arrived ones, never a sample from later.
+    ``duration_ms - budget_ms + elapsed_ms`` of audio have arrived (all of it once the window is over).
+    ``arrived`` returns a copy of the arrived samples, never a sample from later. The object holds none of the
+    chunk's samples: they wait beside it, in a table private to this module (``_CHUNK_SAMPLES``), so that nothing
+    reachable from what a decoder is handed (its attributes, closures, views) holds audio that has not arrived.
+    Only deliberate introspection (importing that private name, walking the interpreter's frames or the garbage
+    collector) reaches it, and ``ticktock certify`` catches a decoder that does by what it does (its no-peeking
+    check replays the session with the future perturbed several ways).
 
     Example (a 1 s chunk, a window of 600 ms: 400 ms of its audio have already arrived when it opens)::
 
@@ -36,9 +42,10 @@ class ArrivingAudio:
     def __init__(self, samples, budget_ms: float, sample_rate: int = 16_000):
         import numpy as np
 
-        self._samples = np.asarray(samples, dtype=np.float32)
+        chunk = np.array(samples, dtype=np.float32)  # a copy: no view of the caller's array
+        _CHUNK_SAMPLES[self] = chunk
         self.sample_rate = sample_rate
-        self.num_samples = len(self._samples)
+        self.num_samples = len(chunk)
         self.duration_ms = 1000.0 * self.num_samples / sample_rate
         self.opened_at_ms = max(0.0, self.duration_ms - budget_ms)  # chunk time when the window opened
 
@@ -51,7 +58,11 @@ class ArrivingAudio:
 
     def arrived(self, elapsed_ms: float, start: int = 0):
         """A copy of the arrived samples from ``start`` on, at ``elapsed_ms`` into the window."""
-        return self._samples[start: max(start, self.samples_by(self.arrived_ms(elapsed_ms)))].copy()
+        return _CHUNK_SAMPLES[self][start: max(start, self.samples_by(self.arrived_ms(elapsed_ms)))].copy()
+
+
+# Each ArrivingAudio's samples, kept beside it rather than in it (see ``ArrivingAudio``); an entry goes with its object.
+_CHUNK_SAMPLES: "weakref.WeakKeyDictionary[ArrivingAudio, object]" = weakref.WeakKeyDictionary()
 
 
 class IdleWindow(Phase):

@@ -471,6 +471,28 @@ def min_generate() -> int:
     return VALIDATION_SESSIONS // len(BUILDERS) + 1
 
 
+class InitFolderError(InputDataError):
+    """``--init DIR`` names no trained model folder (exit code 3)."""
+
+
+INIT_FILES = ("config.json", "model.safetensors", "frontend.safetensors", "tokenizer.json", "ticktock.json")
+
+
+def check_init(folder: str | None) -> None:
+    """``--init DIR`` holds a trained model (the files ``load_embedded_adapter`` reads), checked before any work
+    (before a corpus is generated); else one ``InitFolderError`` line naming DIR and what is missing."""
+    if folder is None:
+        return
+    path = Path(folder)
+    if not path.is_dir():
+        raise InitFolderError(f"--init {folder}: {'not a folder' if path.exists() else 'no such folder'}; expected a "
+                              "trained model folder (the --out of an earlier training)")
+    missing = [name for name in INIT_FILES if not (path / name).is_file()]
+    if missing:
+        raise InitFolderError(f"--init {folder}: no trained model there: {', '.join(missing)} missing (a trained "
+                              f"model folder, the --out of an earlier training, holds {', '.join(INIT_FILES)})")
+
+
 def option_problem(args) -> str | None:
     """What is wrong with a combination of options (each is checked alone as it is parsed), or None.
 
@@ -550,6 +572,7 @@ def main(argv=None) -> None:
     problem = option_problem(args)
     if problem:
         parser.error(problem)
+    check_init(args.init)
     train(args)
 
 

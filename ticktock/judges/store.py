@@ -26,7 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Sequence
 
@@ -35,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ticktock.results.atomic import atomic_write
+from ticktock.results.names import MAX_NAME_LENGTH, is_name
 from ticktock.errors import InputDataError
 from ticktock.judges.base import JudgeError, Reply, Verdict
 
@@ -64,23 +64,22 @@ class JudgementFileError(InputDataError):
     """A judgement file cannot be read (exit code 3); the message names it."""
 
 
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-
-
 def check_judge_name(name) -> str:
-    """``name`` when it can name a judgement file: a plain word of letters, digits, ``_``, ``.`` and ``-`` (not
-    starting with ``.``), so the file stays in the run's ``judgements/`` folder; else a ``JudgeError``.
+    """``name`` when it can name a judgement file: a name of ``ticktock.results.names`` (letters, digits, ``_``,
+    ``.`` and ``-``, the first a letter or digit, at most 128), so the file stays in the run's ``judgements/``
+    folder; else a ``JudgeError``.
 
     >>> check_judge_name("hf_local-v2.1")
     'hf_local-v2.1'
     >>> check_judge_name("../../x")
     Traceback (most recent call last):
     ...
-    ticktock.judges.base.JudgeError: judge.name: must be a plain name of letters, digits, '_', '.' and '-' (not starting with '.'): it names the file judgements/<name>.parquet in each run folder; got '../../x'
+    ticktock.judges.base.JudgeError: judge.name: must be a plain name of letters, digits, '_', '.' and '-' (starting with a letter or digit, at most 128): it names the file judgements/<name>.parquet in each run folder; got '../../x'
     """
-    if not isinstance(name, str) or NAME.fullmatch(name) is None:
-        raise JudgeError("judge.name: must be a plain name of letters, digits, '_', '.' and '-' (not starting with "
-                         f"'.'): it names the file {FOLDER}/<name>.parquet in each run folder; got {name!r:.80}")
+    if not is_name(name):
+        raise JudgeError("judge.name: must be a plain name of letters, digits, '_', '.' and '-' (starting with a "
+                         f"letter or digit, at most {MAX_NAME_LENGTH}): it names the file {FOLDER}/<name>.parquet in "
+                         f"each run folder; got {name!r:.80}")
     return name
 
 

@@ -103,6 +103,23 @@ def _is_int(value, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
+def check_sessions_replayed(settings: ConcurrencySettings, replayed: int) -> None:
+    """Refuse ``concurrency.sessions`` above ``replayed``, the number of sessions this run replays (after the
+    ``limit.*`` options and its shard; a resumed run counts the sessions it already has too): N slots that never all
+    hold a session would record a concurrency the device never served. Called before the model is built.
+
+    >>> check_sessions_replayed(ConcurrencySettings(sessions=4), replayed=4)
+    >>> check_sessions_replayed(ConcurrencySettings(sessions=1000), replayed=1)
+    Traceback (most recent call last):
+    ...
+    ticktock.replay.concurrency.ConcurrencyError: concurrency.sessions: 1000 sessions at once, but this run replays 1 session (after limit.* and shard.*): use concurrency.sessions=1 or less, or replay more sessions
+    """
+    if settings.sessions > replayed:
+        raise ConcurrencyError(f"concurrency.sessions: {settings.sessions} sessions at once, but this run replays "
+                               f"{replayed} session{'' if replayed == 1 else 's'} (after limit.* and shard.*): use "
+                               f"concurrency.sessions={max(replayed, 1)} or less, or replay more sessions")
+
+
 def stagger_offset_ms(stagger, admitted: int, slot: int, chunk_ms: float, seed: int) -> float:
     """The start offset of the ``admitted``-th session (0-based), placed in ``slot``, after its slot frees.
 
@@ -133,11 +150,14 @@ class ConcurrentReplay:
         self._admitted = 0
 
     def replay(self, sessions: list, load: Callable, on_trace: Callable, on_skip: Callable | None = None,
-               on_chunk: Callable | None = None, before_session: Callable | None = None) -> None:
+               on_chunk: Callable | None = None, before_session: Callable | None = None,
+               on_fail: Callable | None = None) -> None:
         """Replay every session; ``load(session)`` returns its audio (an ``AudioError`` goes to ``on_skip(session,
         error)``, which re-raises to stop the run, and the slot takes the next session); ``on_trace(trace)`` gets
         each finished session (in the order they finish); ``on_chunk(chunk)`` after every chunk;
-        ``before_session()`` before each session is admitted."""
+        ``before_session()`` before each session is admitted; ``on_fail(session, reason)`` each session the device's
+        watchdog stopped (``ticktock.replay.watchdog``; the slot takes the next session; without ``on_fail`` the
+        ``ChunkTimeout`` is raised)."""
         queue = list(sessions)
 
         def admit(slot: int, free_ms: float) -> None:
@@ -161,16 +181,22 @@ class ConcurrentReplay:
             on_trace(trace)
             admit(lane.slot, lane.local_ms)
 
+        def failed(lane: SessionLane) -> None:
+            on_fail(lane.session, lane.failure)
+            admit(lane.slot, lane.local_ms)
+
         for slot in range(self.settings.sessions):
             admit(slot, 0.0)
-        self.device.run(on_finished=finished)
+        self.device.run(on_finished=finished, on_failed=failed if on_fail is not None else None)
 
     def _start(self, slot: int, free_ms: float, session, audio, on_chunk) -> None:
         engine = self.engines[slot]
         offset = stagger_offset_ms(self.settings.stagger, self._admitted, slot, 1000.0 * session.chunk_s, self.seed)
         self._admitted += 1
         lane = SessionLane(self.device, slot, max(free_ms, self.device.now) + offset, engine.adapter.protocol)
+        lane.session, lane.where = session, lambda: engine.where
         engine.clock = lane
+        engine.watchdog = self.device.watchdog
 
         def observe(chunk) -> None:
             lane.observe_chunk(chunk.kind, chunk.output, chunk_samples(audio, chunk.span.start_s, chunk.span.end_s))

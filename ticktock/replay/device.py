@@ -43,6 +43,10 @@ is ready and its audio has arrived and reads ``now`` minus that moment, so the l
 window closes when the next chunk's audio arrives. ``DeviceStats`` keeps where the device time went (post-audio
 work, idle-window work, talker work, idle) for Figure 4c.
 
+With a ``watchdog`` (``ticktock.replay.watchdog``), its countdown restarts at every switch to a session and at every
+device step: a session whose own code runs past the limit fails alone (``SessionLane.failure``; ``run``'s
+``on_failed`` gets it and the others go on), and a device step past it fails the sessions whose work it ran.
+
 Example (two sessions of constant-cost work, as in the tests)::
 
     device = SharedDevice(ModeledClock(CostProfile.constant(100.0)), RoundRobin())
@@ -61,6 +65,7 @@ from typing import Callable
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from ticktock.clocks.base import FORWARD, TALK, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
+from ticktock.replay.watchdog import ChunkTimeout
 from ticktock.scheduling.base import DraftCandidate
 
 
@@ -121,6 +126,9 @@ class SessionLane(Clock):
         self.finished = False
         self.result = None
         self.error: BaseException | None = None
+        self.failure: str | None = None  # the watchdog's reason when the session ran past its limit
+        self.session = None  # the session replayed on this lane (``ticktock.replay.concurrency``)
+        self.where: Callable[[], str | None] = lambda: None  # the work the session runs now (its engine's ``where``)
         self.reply_open = False
         self.dbfs: list[float] = []
         self.busy_wall_ms = 0.0  # measured host time and device work of this session
@@ -194,6 +202,7 @@ class Request:
     done: WorkDone | None = None
     dropped: bool = False
     estimate_ms: float | None = None  # the expected cost, once asked (``SharedDevice._estimate``)
+    timed_out: ChunkTimeout | None = None  # the step that ran it went past the watchdog's limit
 
     @property
     def is_post_audio(self) -> bool:
@@ -277,11 +286,14 @@ class SharedDevice:
     waiting post-audio forwards together.
     """
 
-    def __init__(self, clock: Clock, draft_policy, batching: bool = False, max_batch: int | None = None):
+    def __init__(self, clock: Clock, draft_policy, batching: bool = False, max_batch: int | None = None,
+                 watchdog=None):
         self.clock = clock
         self.policy = draft_policy
         self.batching = batching
         self.max_batch = max_batch
+        self.watchdog = watchdog  # ``ticktock.replay.watchdog.Watchdog`` or None
+        self._stretches = 0  # the watchdog's countdowns started (each switch to a session, each device step)
         self.now = 0.0
         self.lanes: list[SessionLane] = []
         self.requests: list[Request] = []
@@ -302,6 +314,8 @@ class SharedDevice:
         request = Request(lane, work, watch, lane.local_ms, self._order)
         self.requests.append(request)
         self._carry_on(lane)
+        if request.timed_out is not None:
+            raise request.timed_out
         if request.dropped:
             raise WindowClosed(f"slot {lane.slot}: the next chunk arrived at {request.watch.closes:.1f} ms before this "
                                "idle-window work could start")
@@ -344,6 +358,7 @@ class SharedDevice:
             self._add_busy(lane, (time.perf_counter() - lane._resumed_at) * 1000.0)  # host time so far
             moved = self._step() or self._advance(stall_ok=True)
             lane._resumed_at = time.perf_counter()
+            self._watch(lane.where() or f"slot {lane.slot}")
             if not moved:
                 self._yield(lane)
                 return
@@ -359,16 +374,18 @@ class SharedDevice:
         self._started.append(lane)
         lane._greenlet = greenlet(lambda: self._lane_main(lane, target), parent=self._scheduler or getcurrent())
 
-    def run(self, on_finished: Callable[[SessionLane], None]) -> None:
-        """Run until every session (including those ``on_finished`` adds) is done. A session's error stops
-        the device and is raised here."""
+    def run(self, on_finished: Callable[[SessionLane], None],
+            on_failed: Callable[[SessionLane], None] | None = None) -> None:
+        """Run until every session (including those ``on_finished`` and ``on_failed`` add) is done. A session the
+        watchdog stopped goes to ``on_failed`` (``lane.failure`` says why; without it, it is raised here); any other
+        error of a session stops the device and is raised here."""
         began = time.perf_counter()
         self._scheduler = getcurrent()
         for lane in self.lanes:
             lane._greenlet.parent = self._scheduler
         try:
             while self.lanes:
-                self._run_ready(on_finished)
+                self._run_ready(on_finished, on_failed)
                 if self.lanes and not self._step():
                     self._advance()
         finally:
@@ -383,19 +400,22 @@ class SharedDevice:
             if lane._greenlet:  # started and not finished (one never started simply never runs)
                 lane._greenlet.throw(DeviceClosed())
 
-    def _run_ready(self, on_finished) -> None:
+    def _run_ready(self, on_finished, on_failed=None) -> None:
         """Let the sessions that may run do so (lowest slot first; they pass control on among themselves) and
-        take in the sessions that finished."""
+        take in the sessions that finished (or failed: ``run``)."""
         while True:
             self._wake_due()
             for lane in [lane for lane in self.lanes if lane.finished]:
                 self.lanes.remove(lane)
+                self.requests = [r for r in self.requests if r.lane is not lane]  # a failed session's pending work
                 self.stats.sessions_wall_ms += lane.busy_wall_ms
                 self._last_end = max(self._last_end, lane.local_ms)
-                if lane.error is not None:
+                if lane.error is not None and (lane.failure is None or on_failed is None):
                     raise lane.error
+                if self.watchdog is not None:
+                    self.watchdog.disarm()  # the run's callbacks (results written, next session loaded) are not a chunk
                 began = time.perf_counter()
-                on_finished(lane)
+                (on_finished if lane.error is None else on_failed)(lane)
                 self.stats.callbacks_wall_ms += (time.perf_counter() - began) * 1000.0
             ready = self._next_ready()
             if ready is None:
@@ -513,6 +533,23 @@ class SharedDevice:
         return [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]
 
     def _execute(self, batch: list[Request]) -> None:
+        """Run one device step; past the watchdog's limit, its sessions' requests end with the ``ChunkTimeout``
+        (raised in each session's own greenlet by ``submit``)."""
+        doing = "; ".join(r.lane.where() or f"slot {r.lane.slot}" for r in batch)
+        self._watch(f"{doing}, in a device step ({batch[0].work.kind})")
+        try:
+            self._run_step(batch)
+        except ChunkTimeout as err:
+            self.watchdog.disarm()
+            batched = f" (a batched step of {len(batch)} sessions: all of them failed)" if len(batch) > 1 else ""
+            timeout = ChunkTimeout(self.watchdog.reason_of(err) + batched)
+            for request in batch:
+                request.timed_out = timeout
+                request.lane.runnable = True
+                if request in self.requests:
+                    self.requests.remove(request)
+
+    def _run_step(self, batch: list[Request]) -> None:
         began = time.perf_counter()
         if len(batch) == 1:
             done = self.clock.stopwatch().run(batch[0].work)
@@ -583,6 +620,9 @@ class SharedDevice:
             lane.result = target(lane)
         except (DeviceClosed, GreenletExit):
             return
+        except ChunkTimeout as err:  # this session alone ran past the watchdog's limit
+            self.watchdog.disarm()
+            lane.error, lane.failure = err, self.watchdog.reason_of(err)
         except BaseException as err:  # handed to the scheduler, which raises it from ``run``
             lane.error = err
         lane.finished = True
@@ -598,10 +638,18 @@ class SharedDevice:
             self._scheduler.switch()
         else:
             following.runnable = False
+            self._watch(following.where() or f"slot {following.slot}")
             following._greenlet.switch()
         if self._closed:
             raise DeviceClosed()
         lane._resumed_at = time.perf_counter()
+        self._watch(lane.where() or f"slot {lane.slot}")
+
+    def _watch(self, where: str) -> None:
+        """Start the watchdog's countdown afresh for ``where`` (a session's stretch of work, or a device step)."""
+        if self.watchdog is not None:
+            self._stretches += 1
+            self.watchdog.arm(("device", self._stretches), where)
 
     def _account_host(self, lane: SessionLane) -> None:
         if lane._resumed_at is not None:
@@ -617,4 +665,5 @@ class SharedDevice:
         if self._closed:
             raise DeviceClosed()
         self.stats.switches += 1
+        self._watch(lane.where() or f"slot {lane.slot}")
         lane._greenlet.switch()

@@ -19,6 +19,10 @@ Per chunk t (audio [start, end) arrives at ``end``):
 
 Nothing sleeps: times come from the clock's stopwatches (wall or modeled).
 
+With a ``watchdog`` (``ticktock.replay.watchdog``), each chunk's work (its idle window, post-audio step and talker) is
+armed under the chunk's name: work past the limit raises ``ChunkTimeout`` out of ``replay``, and the caller fails
+that session (``ticktock.replay.runner.replay_sessions``).
+
 Example::
 
     engine = ReplayEngine(adapter, ARDecoder(), ModeledClock(profile), Sampling(temperature=0.7, seed=3))
@@ -87,6 +91,7 @@ class ReplayEngine:
         injector: ToolCallInjector | None = None,
         max_chunks: int | None = None,
         speech=None,
+        watchdog=None,
     ):
         self.adapter = adapter
         self.decoder = decoder
@@ -95,25 +100,48 @@ class ReplayEngine:
         self.injector = injector or ToolCallInjector()
         self.max_chunks = max_chunks
         self.speech = speech  # ``SpeechOut`` (a talker on the run's clock) or None
+        self.watchdog = watchdog  # ``ticktock.replay.watchdog.Watchdog`` or None
+        self.where: str | None = None  # the work running now, as the watchdog names it
+
+    def _enter(self, session: Session, index: int, phase: str) -> None:
+        """Chunk ``index`` of ``session`` is in ``phase`` now (the watchdog's countdown starts with each chunk)."""
+        self.where = f"session {session.session_id}: chunk {index} ({phase})"
+        if self.watchdog is not None:
+            self.watchdog.arm((session.session_id, index), self.where)
 
     def start(self, session: Session) -> SessionState:
-        """A fresh replay state for ``session`` (the adapter is reset, its prompt prefilled)."""
-        selector = self.sampling.selector(self.adapter.protocol, session.session_id, tools_enabled=bool(session.tools))
-        state = SessionState(session, self.adapter, selector, self.clock, self.speech)
-        self.decoder.start_session(session)
+        """A fresh replay state for ``session`` (the adapter is reset, its prompt prefilled). The state and the
+        decoder get the session as a model is told it (``Session.told_to_model``: no transcript, no expected reply)."""
+        told = session.told_to_model()
+        selector = self.sampling.selector(self.adapter.protocol, told.session_id, tools_enabled=bool(told.tools))
+        state = SessionState(told, self.adapter, selector, self.clock, self.speech)
+        self.decoder.start_session(told)
         return state
 
     def replay(self, session: Session, audio, on_chunk=None) -> SessionTrace:
         """Replay one session; ``audio`` is its 16 kHz mono float32 samples; ``on_chunk(chunk_trace)`` is
         called after each chunk."""
+        try:
+            return self._replay(session, audio, on_chunk)
+        finally:
+            self.where = None
+            if self.watchdog is not None:
+                self.watchdog.disarm()
+
+    def _replay(self, session: Session, audio, on_chunk) -> SessionTrace:
         began = time.perf_counter()
         spans = session.chunk_spans()[: self.max_chunks]
+        self._enter(session, 0, "session start")
         state = self.start(session)
         trace = SessionTrace(session, forwards=state.forwards)
+        if spans:
+            self._enter(session, 0, "idle window")
         carried = self._idle(state, 0, spans[0], 1000.0 * spans[0].duration_s, audio) if spans else 0.0
         arrived = Injection()
         for i, span in enumerate(spans):
+            self._enter(session, i, "waiting for its audio")
             self.clock.wait_until(1000.0 * span.end_s)  # at once for a session alone; see ticktock.replay.device
+            self._enter(session, i, "post-audio step")
             step, wall_ms = self._post_audio(state, i, span, audio)
             deadline_ms = 1000.0 * (spans[i + 1].duration_s if i + 1 < len(spans) else session.chunk_s)
             timing = advance(state.lag_ms, step.elapsed_ms() + carried, deadline_ms)
@@ -125,11 +153,13 @@ class ReplayEngine:
             trace.chunks.append(chunk)
             arrived, talking_ms = injected, 0.0
             if self.speech is not None:
+                self._enter(session, i, "talker")
                 chunk.speech = self.speech.speak(self.clock, self.adapter, step.output, state.take_prepared_speech(i))
                 talking_ms = chunk.speech.talker_ms
             budget = timing.idle_budget_ms - talking_ms
             carried = overrun(talking_ms, timing.idle_budget_ms)  # the talker's work past the next arrival
             if budget > 0 and i + 1 < len(spans):
+                self._enter(session, i + 1, "idle window")
                 carried = self._idle(state, i + 1, spans[i + 1], budget, audio)
             if on_chunk is not None:
                 on_chunk(chunk)

@@ -31,6 +31,7 @@ from ticktock.errors import ConfigError
 from ticktock.sessions.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
 from ticktock.replay.resources import register_resolver, resource_path
 from ticktock.replay.shards import ShardPlan, ShardSpec
+from ticktock.replay.watchdog import check_watchdog
 
 register_resolver()
 
@@ -123,6 +124,13 @@ def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
     _check_model_context(cfg.model)
     check_threads(cfg.get("threads"))
     check_device(cfg.get("device"), available=on_this_machine)
+    check_watchdog(cfg.get("watchdog"))  # watchdog.chunk_s: null or a number of seconds > 0
+    from ticktock.sessions.tasks import check_task_options
+
+    check_task_options(cfg.get("task"))  # task=hf: task.dataset given, task.streaming a flag, task.audio_cache a folder
+    from ticktock.plugins import check_used
+
+    check_used(cfg)  # a name both shipped and a plug-in's (or two plug-ins'), defaults included: one line
     build(cfg.decoder)  # a bad setting is a DecoderConfigError naming the key
     check_weights(cfg.model)  # a real model without local weights: one line naming the repo and `hf download`
     clock = build(cfg.clock)  # a modeled clock reads its cost profile: a ProfileError names the file and line
@@ -255,8 +263,13 @@ def interrupted_note(run_dirs: list[Path]) -> str:
 
 
 def identity(cfg: DictConfig) -> dict:
-    """What makes two runs the same run (resume is allowed only into a run with the same identity)."""
+    """What makes two runs the same run (resume is allowed only into a run with the same identity): the configs, and
+    under ``plugins`` the plug-ins the run uses (``ticktock.plugins.used_by``: distribution, version, target and a
+    digest of their code; only where a plug-in is used, so the identity of a run without one is as before)."""
+    from ticktock.plugins import identity_of, used_by
+
     plain = OmegaConf.to_container(cfg, resolve=True)
+    plugins = identity_of(used_by(cfg))
     return {
         "model": plain["model"],
         "decoder": plain["decoder"],
@@ -269,6 +282,7 @@ def identity(cfg: DictConfig) -> dict:
         "draft_policy": _draft_policy_identity(plain),
         **({"talker": plain["talker"]} if (plain.get("talker") or {}).get("_target_") else {}),
         **({"shard": plain["shard"]} if ShardSpec.parse(plain.get("shard")).sharded else {}),
+        **({"plugins": plugins} if plugins else {}),
     }
 
 
@@ -370,11 +384,13 @@ class RunSummary:
     skipped: int
     counts: dict
     stats: dict
+    failed: int = 0  # sessions the watchdog stopped (run.json ``failed_sessions``)
 
     def line(self) -> str:
         s = self.stats
+        failed = f", {self.failed} failed" if self.failed else ""
         return (
-            f"run {self.run_id}: {self.sessions} sessions ({self.skipped} skipped), {self.counts.get('chunks', 0)} chunks | "
+            f"run {self.run_id}: {self.sessions} sessions ({self.skipped} skipped{failed}), {self.counts.get('chunks', 0)} chunks | "
             f"post-audio mean {s.get('post_audio_ms', 0):.1f} ms ({s.get('clock')}) | speak {s.get('speak_ms', 0):.1f} ms | "
             f"#MAT {s.get('mat', 0):.2f} | deadline misses {100 * s.get('miss_rate', 0):.1f}% | -> {self.run_dir}"
         )
@@ -449,7 +465,8 @@ def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | N
     manifest line, audio or cost profile (``profile_digest``: the run's clock's, ``fingerprint.profile_sha256``)
     changed since (``ticktock.results.fingerprint``). A changed session's parts are removed and one line names it
     and what changed (on ``out``, default stderr), e.g.
-    ``resume: session s1: audio file changed since its results were written; replaying it``."""
+    ``resume: session s1: audio file changed since its results were written; replaying it``; a resumed run (the
+    folder held this run) then says how many it keeps: ``resumed 2 of 3 sessions``."""
     from ticktock.results.fingerprint import changes, session_fingerprint
 
     recorded, todo = writer.fingerprints(), []
@@ -462,12 +479,17 @@ def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | N
                   "written; replaying it", file=out or sys.stderr)
             writer.forget(session.session_id)
         todo.append(session)
+    if writer.previous is not None:
+        print(f"resumed {len(sessions) - len(todo)} of {len(sessions)} sessions", file=out or sys.stderr)
     return todo
 
 
 def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None, noise=None,
-                    device_stats: dict | None = None) -> list[dict]:
+                    device_stats: dict | None = None, failed: list | None = None) -> list[dict]:
     """Replay and write every session (with its input fingerprint); returns the sessions skipped for bad audio.
+    A session whose chunk runs past ``watchdog.chunk_s`` (``ticktock.replay.watchdog``) ends as failed: nothing of it
+    is written, one line on stderr names it, ``failed`` (a list, when given) receives ``{"session_id", "error"}``, and
+    the run goes on with the next session.
     ``heartbeat`` (a ``liveness.Heartbeat``) is offered a beat after every chunk and every session; ``noise`` (a
     ``clocks.noise.NoiseProbe``, wall-clock runs) measures before sessions and at the end. With
     ``concurrency.sessions`` > 1 (or batching) the sessions share one device (``ticktock.replay.concurrency``) and
@@ -478,8 +500,12 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
     from ticktock.replay.concurrency import ConcurrencySettings
     from ticktock.results.fingerprint import profile_sha256, session_fingerprint
     from ticktock.results.rows import chunk_rows, forward_rows, session_row
+    from ticktock.replay.watchdog import ChunkTimeout, Watchdog
 
     skipped, fingerprints, profile_digest = [], {}, profile_sha256(engine.clock)
+    failed = [] if failed is None else failed
+    watchdog = Watchdog(check_watchdog(cfg.get("watchdog")))
+    engine.watchdog = watchdog
 
     def load(session):
         fingerprints[session.session_id] = session_fingerprint(session, profile_digest)  # before reading: at most this new
@@ -504,14 +530,23 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
         if heartbeat is not None:
             heartbeat.beat()
 
+    def fail(session, reason: str) -> None:
+        fingerprints.pop(session.session_id, None)
+        failed.append({"session_id": session.session_id, "error": reason})
+        print(f"watchdog: {reason}: session failed, nothing of it written (a rerun replays it); the run goes on",
+              file=sys.stderr)
+        if heartbeat is not None:
+            heartbeat.beat()
+
     chunks_total = sum(len(s.chunk_spans()[: cfg.limit.chunks]) for s in sessions)
     bar = tqdm(total=chunks_total, desc=f"{cfg.decoder.name} chunks", unit="chunk", disable=not cfg.progress, file=sys.stderr)
     settings = ConcurrencySettings.parse(cfg.get("concurrency"))
-    with bar:
+    with bar, watchdog.running():
         if settings.shares_device:
             replay = concurrent_replay(cfg, engine, settings)
+            replay.device.watchdog = watchdog
             try:
-                replay.replay(sessions, load, write, skip, chunk_done, noise.before_session if noise else None)
+                replay.replay(sessions, load, write, skip, chunk_done, noise.before_session if noise else None, fail)
             finally:
                 if device_stats is not None:
                     device_stats.update(replay.device.stats.summary())
@@ -525,7 +560,12 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
                 except AudioError as err:
                     skip(session, err)
                     continue
-                write(engine.replay(session, audio, on_chunk=chunk_done))
+                try:
+                    trace = engine.replay(session, audio, on_chunk=chunk_done)
+                except ChunkTimeout as err:
+                    fail(session, watchdog.reason_of(err))
+                    continue
+                write(trace)
     if noise is not None:
         noise.finish()
     return skipped
@@ -589,6 +629,8 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     torch.manual_seed(cfg.seed)
     task = build(cfg.task)
     sessions = select_sessions(cfg, task)
+    from ticktock.replay.concurrency import ConcurrencySettings, check_sessions_replayed  # N <= sessions, before the model
+    check_sessions_replayed(ConcurrencySettings.parse(cfg.get("concurrency")), len(shard_sessions(cfg, sessions, {})[0]))
     engine = build_engine(cfg, task)
     ident = {**identity(cfg), "weights": engine.adapter.describe().get("weights_fingerprint"), **talker_identity(engine)}
     sessions, shard = shard_sessions(cfg, sessions, ident)
@@ -608,9 +650,9 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     beat = Heartbeat(lambda record: writer.write_run_json({**meta, "status": "running", "heartbeat": record}),
                      sessions_done=len(sessions) - len(todo))
     beat.beat(force=True)
-    status, skipped, device = "interrupted", [], {}
+    status, skipped, device, failed = "interrupted", [], {}, []
     try:
-        skipped = replay_sessions(cfg, engine, todo, writer, labels, beat, noise, device)
+        skipped = replay_sessions(cfg, engine, todo, writer, labels, beat, noise, device, failed)
         status = "complete"
     except Exception as err:
         status = f"failed: {type(err).__name__}: {err}"
@@ -618,10 +660,11 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     finally:  # also on Ctrl-C: every completed session stays in the consolidated tables
         counts = writer.consolidate()
         writer.write_run_json({**meta, "status": status, "finished": time.time(), "skipped_sessions": skipped,
+                               "failed_sessions": failed,  # stopped by the watchdog: not written, a rerun retries them
                                "shared_device": accumulate_shared_device(meta["shared_device"], device),
                                "row_counts": counts, "heartbeat": heartbeat(counts.get("sessions", 0))})
     stats = chunk_stats(run_dir / "chunks.parquet", cfg.clock.name)
-    return RunSummary(run_dir, run_id, counts.get("sessions", 0), len(skipped), counts, stats)
+    return RunSummary(run_dir, run_id, counts.get("sessions", 0), len(skipped), counts, stats, len(failed))
 
 
 def compose_run(decoder: str, model: str, per_task: int | None, overrides: list[str]) -> DictConfig:

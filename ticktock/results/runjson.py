@@ -135,6 +135,7 @@ FIELDS = (
     Field("shared_device", (MAPPING, NULL)),
     *(Field(f"shared_device.{key}", (NUMBER,), allowed=_finite) for key in DEVICE_TIMES),
     Field("skipped_sessions", (LIST, NULL)),
+    Field("failed_sessions", (LIST, NULL)),  # sessions the watchdog stopped: [{"session_id", "error"}]
 )
 
 

@@ -7,7 +7,9 @@ A :class:`DatasetTask` reads the sessions of a dataset in the form ``ticktock be
   written by ``save_to_disk`` (read with ``load_from_disk``: its splits are chosen with ``split``);
 - ``config``: one config (a task); None: every config of the dataset, in its card's order;
 - ``split``: ``test``; ``streaming``: read the rows as they come (``load_dataset(..., streaming=True)``, nothing
-  prepared in the datasets cache first: for large datasets; a Hub id then needs network);
+  prepared in the datasets cache first: for large datasets; a Hub id then needs network). A local folder is always
+  read so (``DatasetTask.local_folder``): the datasets cache keys a prepared local folder by its name, so it would
+  replay an earlier folder of the same name, or rows from before an edit;
 - ``tasks``: keep only these task types (None: all); ``audio_cache``: where session audio is unpacked (None:
   ``<datasets cache>/ticktock-session-audio``).
 
@@ -16,8 +18,10 @@ unchanged, to ``<audio_cache>/<key of dataset, config and split>/<audio_file>`` 
 differ), where the replay reads them. So a session replayed from a dataset has the id, the ``manifest_sha256`` and
 the ``audio_sha256`` of its manifest twin (:mod:`ticktock.results.fingerprint`): its results are the same, and a run
 resumes across the two (a session whose audio path leaves the folder, ``..`` or absolute, is unpacked to
-``audio/<session id>`` instead, and its manifest digest differs). A row's times are checked against its audio
-here, whatever the run's ``audio_duration`` says.
+``audio/<session id>`` instead, and its manifest digest differs). The session id is checked as a name
+(:mod:`ticktock.results.names`: no ``/``, no ``..``) before any path is built from it, and every unpacked path is
+confirmed to stay inside the folder once resolved. A row's times are checked against its audio here, whatever the
+run's ``audio_duration`` says. The options (``check_dataset_options``) are checked before any work.
 
 Errors are one line naming the dataset, config, split, row and field, e.g. ``mini-ds: config fdb_v3, split test,
 row 2: field 'turns[0].end_s': 31 s is past the end of its audio (15.050 s)``; a missing column, a config that is
@@ -32,14 +36,17 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
+import re
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Sequence
 
-from ticktock.errors import ConfigError, InputDataError
+from ticktock.errors import ConfigError, InputDataError, shown
+from ticktock.results.names import checked_name, inside, named_path
 from ticktock.replay.injection import ToolCallInjector, ToolExecutor
 from ticktock.sessions.manifest import DURATION_TOLERANCE_S, Session, parse_session
 
@@ -54,8 +61,7 @@ class DatasetTask:
     def __init__(self, dataset: str, config: str | None = None, split: str = "test", streaming: bool = False,
                  name: str = "hf", tasks: Sequence[str] | None = None, tool_executor: ToolExecutor | None = None,
                  audio_cache: str | None = None):
-        if dataset is None or not str(dataset).strip():
-            raise ConfigError("task.dataset: the Hub id or folder of a dataset is needed (task=hf task.dataset=...)")
+        check_dataset_options(dataset, streaming, audio_cache)
         self.dataset = str(dataset)
         self.config = config
         self.split = split
@@ -69,13 +75,14 @@ class DatasetTask:
         """Every session of the chosen configs (the task filter applied), checked row by row; ids must be unique."""
         sessions: list[Session] = []
         first_row: dict[str, str] = {}
+        claimed: dict[Path, tuple[str, str]] = {}  # an unpacked audio file: the digest of its bytes, the row
         for label, rows in self.parts():
             root = self.audio_root(label)
             for index, row in enumerate(rows):
                 if self.tasks is not None and row.get("task") not in self.tasks:
                     continue  # filtered out before its audio is unpacked
                 where = f"{label}, row {index}"
-                session = row_session(row, where, root)
+                session = row_session(row, where, root, claimed)
                 if session.session_id in first_row:
                     raise DatasetError(f"{where}: field 'session_id': duplicate id {session.session_id!r} "
                                        f"(first in {first_row[session.session_id]})")
@@ -102,6 +109,12 @@ class DatasetTask:
             for config in [self.config] if self.config is not None else self.config_names():
                 label = f"{self.dataset}: config {config}, split {self.split}"
                 yield label, checked(self.load(config), label)
+
+    def local_folder(self) -> bool:
+        """Whether the dataset is a folder here. Such a folder is always streamed from its files as they are now: the
+        datasets cache keys a prepared local folder by the folder's name (not its path, not its content), so it
+        would replay an earlier folder of the same name, or the rows from before an edit."""
+        return Path(self.dataset).is_dir()
 
     def saved_to_disk(self) -> bool:
         folder = Path(self.dataset)
@@ -132,7 +145,8 @@ class DatasetTask:
         import datasets
 
         try:
-            return datasets.load_dataset(self.dataset, config, split=self.split, streaming=self.streaming)
+            return datasets.load_dataset(self.dataset, config, split=self.split,
+                                         streaming=self.streaming or self.local_folder())
         except ValueError as err:  # no such config, or no such split
             configs = self.config_names()
             if config not in configs:
@@ -166,6 +180,40 @@ class DatasetTask:
         return base / key
 
 
+class DatasetOptionError(ConfigError):
+    """An option of ``task=hf`` that cannot work (exit code 2), found before any work; names the key."""
+
+
+def check_dataset_options(dataset, streaming=False, audio_cache=None) -> None:
+    """The options of ``task=hf`` that can be checked before any work, each problem a one-line
+    ``DatasetOptionError`` naming the key: ``dataset`` given, ``streaming`` true or false, ``audio_cache`` null or a
+    folder (or a path where one can be made: no file on the way).
+
+    >>> check_dataset_options("mini-ds", streaming="maybe")
+    Traceback (most recent call last):
+    ...
+    ticktock.sessions.dataset_task.DatasetOptionError: task.streaming: must be true or false, got 'maybe'
+    """
+    if dataset is None or not str(dataset).strip():
+        raise DatasetOptionError("task.dataset: the Hub id or folder of a dataset is needed (task=hf "
+                                 "task.dataset=...)")
+    if not isinstance(streaming, bool):
+        raise DatasetOptionError(f"task.streaming: must be true or false, got {shown(streaming)}")
+    if audio_cache is not None:
+        check_audio_cache(Path(str(audio_cache)))
+
+
+def check_audio_cache(folder: Path) -> None:
+    """``folder`` is a folder, or can be made: the nearest part of it that exists is a folder."""
+    for part in (folder, *folder.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                what = "is a file" if part == folder else f"is under {part}, which is a file"
+                raise DatasetOptionError(f"task.audio_cache: {folder} {what}, not a folder (it is where session "
+                                         "audio is unpacked: name a folder, or null for the datasets cache)")
+            return
+
+
 def checked(rows, label: str):
     """The rows with every column of the dataset form (``dataset_rows.COLUMNS``) and the audio left undecoded."""
     from datasets import Audio, IterableDataset
@@ -184,8 +232,10 @@ def checked(rows, label: str):
     return rows
 
 
-def row_session(row: dict, where: str, root: Path) -> Session:
-    """The session of one row, its audio unpacked under ``root``; errors name ``where`` and the field."""
+def row_session(row: dict, where: str, root: Path, claimed: dict | None = None) -> Session:
+    """The session of one row, its audio unpacked under ``root``; errors name ``where`` and the field.
+    ``claimed`` (the rows read so far: unpacked path -> (digest of its bytes, row)) refuses a row whose audio file
+    is another row's with other bytes: unpacked, one would replace the other's audio."""
     from ticktock.sessions.dataset_rows import RowError, manifest_line
 
     missing = [c for c in ("session_id", "audio", "duration_s", "turns") if c not in row]
@@ -196,12 +246,34 @@ def row_session(row: dict, where: str, root: Path) -> Session:
     except RowError as err:
         raise DatasetError(f"{where}: {err}") from None
     audio = line.get("audio")
+    checked_name(line.get("session_id"), "session_id", where, DatasetError)
     session = parse_session(line, where, root)
     data = audio_bytes(row.get("audio"), where)
     check_times(session, audio_seconds(data, where), where)
-    path = root / audio if safe_relative(audio) else root / "audio" / f"{session.session_id}{suffix(audio)}"
-    unpack(path, data)
+    path = unpacked_path(root, audio, session.session_id, where)
+    if claimed is not None:
+        claim(claimed, path, data, where)
+    unpack(path, data, where)
     return replace(session, audio_path=path, manifest_path=root / "manifest.jsonl")
+
+
+def unpacked_path(root: Path, audio: str, session_id: str, where: str) -> Path:
+    """Where a row's audio is unpacked: ``root/<audio_file>`` when that path stays inside ``root`` (relative, no
+    ``..``, not ``root`` itself, and inside once resolved), else ``root/audio/<session id><suffix>`` built from the
+    checked id (``ticktock.results.names``); a path that would leave ``root`` anyway is a ``DatasetError``."""
+    if safe_relative(audio) and PurePosixPath(audio).name not in ("", "."):
+        return inside(root, root / audio, "audio_file", where, DatasetError)
+    return named_path(root / "audio", session_id, suffix(audio), "session_id", where, DatasetError)
+
+
+def claim(claimed: dict, path: Path, data: bytes, where: str) -> None:
+    """Record that the row at ``where`` unpacks ``data`` to ``path``; another row's different bytes there are a
+    ``DatasetError`` naming both rows (the same bytes are fine: two sessions may share one recording)."""
+    digest = hashlib.sha256(data).hexdigest()
+    first = claimed.setdefault(path, (digest, where))
+    if first[0] != digest:
+        raise DatasetError(f"{where}: field 'audio_file': {path.name} is also the audio file of {first[1]}, with other "
+                           "bytes; give each recording its own audio_file")
 
 
 def audio_bytes(cell: Any, where: str) -> bytes:
@@ -242,18 +314,27 @@ def safe_relative(audio: str) -> bool:
 
 
 def suffix(audio: str) -> str:
-    return PurePosixPath(audio).suffix or ".flac"
+    """The audio file's suffix (``.flac`` when it has none, or one that is not a plain ``.`` + letters/digits)."""
+    found = PurePosixPath(audio).suffix
+    return found if re.fullmatch(r"\.[A-Za-z0-9]{1,16}", found) else ".flac"
 
 
-def unpack(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` unless it holds exactly that already (atomically: shards may share the folder)."""
+def unpack(path: Path, data: bytes, where: str = "audio") -> None:
+    """Write ``data`` to ``path`` unless it holds exactly that already (atomically: shards may share the folder); a
+    path that cannot be written is a ``DatasetError`` naming ``where``."""
     try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
+        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
             return
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise DatasetError(f"{where}: field 'audio': cannot unpack its audio to {path} ({err.strerror or err})") \
+            from None
 

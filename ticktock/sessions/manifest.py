@@ -5,7 +5,7 @@ One line of a manifest is one recorded session. Format version 1 (``"schema_vers
 .. code-block:: json
 
     {"schema_version": 1,
-     "session_id": "fdb_v3-0003",                 # unique within the manifest
+     "session_id": "fdb_v3-0003",                 # unique within the manifest; a name (below)
      "task": "fdb_v3",                            # task type (see TASK_TYPES; free string allowed)
      "audio": "audio/fdb_v3-0003.flac",           # relative to the manifest file (absolute also accepted)
      "duration_s": 21.4,                          # length of the audio in seconds
@@ -26,6 +26,11 @@ room). ``role`` says what the turn is for (``request``, ``statement``, ``backcha
 ``side_talk``, ``background``, ...). ``words`` may be empty when the source has no word timings; then
 ``user_speaking`` falls back to the turn span. ``expected`` and ``provenance`` are free-form objects
 whose listed keys are type-checked when present.
+
+``session_id`` names files (the session's audio when a corpus is converted or a dataset unpacked, its result parts),
+so it is a name of :mod:`ticktock.results.names`: 1 to 128 ASCII letters, digits, ``.``, ``_`` or ``-``, the first a
+letter or digit (``fdb_v3-eval-0-0008``); anything else (``/``, ``..``, a space, a NUL, other scripts) is a
+``ManifestError`` naming the file, line and field.
 
 Ranges (``ManifestError`` naming the file, line and field outside them): ``chunk_s`` from ``MIN_CHUNK_S`` (20 ms,
 the shortest frame of a speech codec or streaming audio front-end: no model emits a unit for less) to
@@ -55,6 +60,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ticktock.results.atomic import atomic_write
+from ticktock.results.names import checked_name
 from ticktock.errors import InputDataError, shown
 
 SCHEMA_VERSION = 1
@@ -160,6 +166,20 @@ class Session:
     def user_speech_spans(self) -> list[tuple[float, float]]:
         return [span for t in self.turns if t.speaker == "user" for span in t.speech_spans()]
 
+    def told_to_model(self) -> "Session":
+        """The session as a model and its decoder are told it: its id, task, chunk timing, audio file, system prompt
+        and tool schemas, and none of its annotations (turns and their words, expected answers and replies,
+        provenance are empty), so a decoder cannot draft from the transcript or the reference reply. The engine
+        hands this view to ``Decoder.start_session`` and keeps it in the replay state a decoder's steps reach.
+
+        >>> s = Session("s1", "fdb_v3", Path("a.flac"), 3.0, turns=(Turn("user", "user", "hi", 0.0, 1.0),),
+        ...             expected={"reference_answer": "hello"})
+        >>> told = s.told_to_model()
+        >>> told.session_id, told.turns, told.expected, told.duration_s
+        ('s1', (), {}, 3.0)
+        """
+        return replace(self, turns=(), expected={}, provenance={})
+
     def to_json(self) -> dict:
         """The manifest line for this session (audio path relative to ``manifest_path``'s folder)."""
         audio = self.audio_path
@@ -227,9 +247,7 @@ def parse_session(data: Any, where: str, base_dir: Path) -> Session:
     version = line.get("schema_version", int)
     if version != SCHEMA_VERSION:
         raise line.fail("schema_version", f"unsupported version {version} (this TickTock reads {SCHEMA_VERSION})")
-    session_id = line.get("session_id", str)
-    if not session_id.strip():
-        raise line.fail("session_id", "empty")
+    session_id = checked_name(line.get("session_id", str), "session_id", where, ManifestError)
     task = line.get("task", str)
     audio = line.get("audio", str)
     if not audio.strip() or "\x00" in audio:

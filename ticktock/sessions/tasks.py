@@ -47,3 +47,13 @@ class ManifestTask:
 
     def injector(self) -> ToolCallInjector:
         return ToolCallInjector(self.tool_executor)
+
+
+def check_task_options(task) -> None:
+    """A task config's options that can be checked before any work (a ``ConfigError`` line naming the key): today
+    those of ``task=hf`` (``dataset_task.check_dataset_options``); ``task`` is the config (a mapping)."""
+    from ticktock.sessions.dataset_task import DatasetTask, check_dataset_options
+
+    target = task.get("_target_") if task is not None else None
+    if target == f"{DatasetTask.__module__}.{DatasetTask.__qualname__}":
+        check_dataset_options(task.get("dataset"), task.get("streaming", False), task.get("audio_cache"))

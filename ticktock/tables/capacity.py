@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,43 +236,99 @@ def _labels(keys: list[tuple]) -> dict[tuple, str]:
     return {key: ", ".join([key[1], *(words[i](key[i]) for i in several)]) for key in keys}
 
 
-DATA_COLUMNS = ["group", "decoder", "label", "batching", "N", "miss rate", "p95 onset ms", "onsets", "chunks",
-                "passes", "shortfall", "capacity", "first failing N", "x baseline", "baseline capacity"]
+def session_set(cell: Cell) -> str:
+    """The sessions a cell was replayed on, as one label: their count and a digest of their sorted ids (the first
+    8 hex digits of SHA-256 over the ids, one a line), so that two runs on the same sessions read the same.
+
+    >>> import pandas as pd
+    >>> from ticktock.tables.load import Setup
+    >>> cell = Cell(Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0), "ar", [], pd.DataFrame(),
+    ...             pd.DataFrame({"session_id": ["b", "a"]}))
+    >>> session_set(cell)
+    '2 sessions #911169dd'
+    """
+    frame = cell.sessions if "session_id" in cell.sessions else cell.chunks
+    ids = sorted({str(s) for s in frame["session_id"]}) if "session_id" in frame else []
+    digest = hashlib.sha256("".join(f"{s}\n" for s in ids).encode()).hexdigest()[:8]
+    return f"{len(ids)} session{'' if len(ids) == 1 else 's'} #{digest}"
+
+
+MIXED = "mixed"  # a line whose N were replayed on different session sets
+
+
+def line_session_set(cells: list[Cell]) -> str:
+    """A line's session set: the one all its N were replayed on, or ``MIXED`` when they differ."""
+    sets = {session_set(cell) for cell in cells}
+    return sets.pop() if len(sets) == 1 else MIXED
+
+
+DATA_COLUMNS = ["group", "decoder", "label", "batching", "N", "sessions", "miss rate", "p95 onset ms", "onsets",
+                "chunks", "passes", "shortfall", "capacity", "lower bound", "first failing N", "line sessions",
+                "x baseline", "x baseline bound", "baseline capacity", "baseline sessions"]
 
 
 def capacity_data(results: Results, baseline: str = "ar",
                   criteria: CapacityCriteria = CapacityCriteria()) -> pd.DataFrame:
     """One row per line (setup group, decoder, batching, and how else the device was shared) and N present: its
-    ``verdict``, the line's capacity (``capacity_of`` its N), the first failing N above it, and the ratio to the
-    baseline's capacity in the same group and batching (its max batch, stagger and draft policy the same when such a
-    line exists, else any: the draft policy only orders draft forwards); NaN when the baseline has no line there or a
-    capacity of 0. Empty without concurrency runs."""
+    ``verdict`` and the sessions it was replayed on (``session_set``), the line's capacity (``capacity_of`` its N;
+    ``lower bound`` when no N of the line failed), the first failing N above it, the line's session set
+    (``line_session_set``), and the ratio to the baseline's capacity in the same group and batching (its max batch,
+    stagger and draft policy the same when such a line exists, else any: the draft policy only orders draft
+    forwards); NaN when the baseline has no line there, a capacity of 0, or a capacity found on other sessions (or on
+    mixed ones): a ratio of capacities on different session sets compares different work. Empty without
+    concurrency runs."""
     lines = capacity_lines(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
     labels = _labels(list(lines))
     found = {key: {c.setup.concurrency: verdict(c.chunks, criteria) for c in cells} for key, cells in lines.items()}
     capacities = {key: capacity_of({n: v.passes for n, v in by_n.items()}) for key, by_n in found.items()}
+    bounds = {key: not any(not v.passes for v in by_n.values()) and capacities[key] > 0 for key, by_n in found.items()}
+    sets = {key: line_session_set(cells) for key, cells in lines.items()}
     rows = []
     for key, cells in lines.items():
-        capacity, base = capacities[key], _baseline_capacity(key, capacities, baseline)
+        capacity, base_key = capacities[key], _baseline_key(key, capacities, baseline)
+        base = capacities[base_key] if base_key else math.nan
+        comparable = base_key is not None and sets[key] == sets[base_key] != MIXED
+        ratio, bound = capacity_ratio(capacity, base, bounds[key] and base_key != key,
+                                      bool(base_key) and bounds[base_key] and base_key != key)
         fails = [n for n, v in found[key].items() if not v.passes]  # the first is above the capacity
         for cell in cells:
             result = found[key][cell.setup.concurrency]
             rows.append({**setup_columns(cell.setup, shown), "group": group_label(cell.setup), "decoder": key[1],
                          "label": labels[key], "batching": key[2], "N": cell.setup.concurrency,
-                         "miss rate": result.miss_rate, "p95 onset ms": result.p95_onset_ms, "onsets": result.onsets,
-                         "chunks": len(cell.chunks), "passes": result.passes, "shortfall": shortfall(result, criteria),
-                         "capacity": capacity, "first failing N": min(fails) if fails else math.nan,
-                         "x baseline": capacity / base if base > 0 else math.nan, "baseline capacity": base})
+                         "sessions": session_set(cell), "miss rate": result.miss_rate,
+                         "p95 onset ms": result.p95_onset_ms, "onsets": result.onsets, "chunks": len(cell.chunks),
+                         "passes": result.passes, "shortfall": shortfall(result, criteria), "capacity": capacity,
+                         "lower bound": bounds[key], "first failing N": min(fails) if fails else math.nan,
+                         "line sessions": sets[key],
+                         "x baseline": ratio if comparable else math.nan, "x baseline bound": bound,
+                         "baseline capacity": base, "baseline sessions": sets[base_key] if base_key else None})
     return pd.DataFrame(rows, columns=[*shown_names(results, shown), *DATA_COLUMNS])
 
 
-def _baseline_capacity(key: tuple, capacities: dict[tuple, float], baseline: str) -> float:
+def capacity_ratio(capacity: float, base: float, lower_bound: bool, base_lower_bound: bool) -> tuple[float, str]:
+    """A capacity over the baseline's, and what kind of number it is: ``""`` exact, ``">="`` a lower bound (the
+    capacity is one, the baseline's exact), ``"<="`` an upper bound (the baseline's capacity is a lower bound); NaN
+    when the baseline's capacity is 0 or unknown, or when both are lower bounds (the ratio is then bounded by
+    nothing). Used with the same baseline line, both bounds are passed False: a line over itself is 1.
+
+    >>> capacity_ratio(4, 2, False, False), capacity_ratio(16, 8, True, False), capacity_ratio(4, 8, False, True)
+    ((2.0, ''), (2.0, '>='), (0.5, '<='))
+    >>> capacity_ratio(16, 16, True, True), capacity_ratio(4, 0, False, False)
+    ((nan, ''), (nan, ''))
+    """
+    if not base > 0 or (lower_bound and base_lower_bound):
+        return math.nan, ""
+    return capacity / base, ">=" if lower_bound else "<=" if base_lower_bound else ""
+
+
+def _baseline_key(key: tuple, capacities: dict[tuple, float], baseline: str) -> tuple | None:
+    """The baseline's line that ``key`` is compared with (see ``capacity_data``), None when there is none."""
     exact = (key[0], baseline, *key[2:])
     if exact in capacities:
-        return capacities[exact]
+        return exact
     same = [k for k in capacities if k[1] == baseline and k[0] == key[0] and k[2:5] == key[2:5]]
-    return capacities[same[0]] if same else math.nan
+    return same[0] if same else None
 
 
 def capacity_table(results: Results, baseline: str = "ar", criteria: CapacityCriteria = CapacityCriteria(),
@@ -290,7 +347,7 @@ def capacity_table(results: Results, baseline: str = "ar", criteria: CapacityCri
     shown = shown_names(results, varying(results, FIG4C_SETUP_FIELDS))
     rows = [_table_row(line, shown, ratio) for _, line in data.groupby(["group", "label", "batching"], sort=False)]
     formats = {"capacity": ".0f", ratio: ".2f", "first failing N": ".0f", "miss rate at capacity": ".1%",
-               "p95 onset ms at capacity": ".0f"}
+               "p95 onset ms at capacity": ".0f"}  # a bound (">= 16", ">= 2.00") is text already
     setups = list(dict.fromkeys(c.setup for c in sharing_cells(results)))
     return Table("capacity", title, pd.DataFrame(rows), formats, _notes(results, data, baseline, criteria), [],
                  provenance_notes(results, setups))
@@ -303,10 +360,22 @@ def _table_row(line: pd.DataFrame, shown: list[str], ratio: str) -> dict:
     fails = line[~line["passes"]]
     failing = ", ".join(f"{n} ({why})" for n, why in zip(fails["N"], fails["shortfall"]))
     return {**first[shown].to_dict(), "decoder": first["label"], "batching": "yes" if first["batching"] else "no",
-            "capacity": first["capacity"], ratio: first["x baseline"], "first failing N": first["first failing N"],
+            "capacity": bound_text(first["capacity"], ">=" if first["lower bound"] else "", ".0f"),
+            ratio: bound_text(first["x baseline"], first["x baseline bound"], ".2f"),
+            "first failing N": first["first failing N"], "sessions": first["line sessions"],
             "miss rate at capacity": at["miss rate"].iloc[0] if len(at) else math.nan,
             "p95 onset ms at capacity": at["p95 onset ms"].iloc[0] if len(at) else math.nan,
             "N passing": passing or "none", "N failing": failing or "none"}
+
+
+def bound_text(value: float, bound: str, spec: str):
+    """A number the table shows, as text when it is only a bound (``>= 16``: no N above it failed); else the number
+    itself, formatted by the table (NaN: –).
+
+    >>> bound_text(4, "", ".0f"), bound_text(16, ">=", ".0f"), bound_text(0.5, "<=", ".2f")
+    (4, '>= 16', '<= 0.50')
+    """
+    return f"{bound} {value:{spec}}" if bound and value == value else value
 
 
 def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: CapacityCriteria) -> list[str]:
@@ -317,10 +386,13 @@ def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: Capaci
              "–: the smallest N tried (above 1) fails",
              "N passing / N failing: the N present for the line (an unbatched line starts from the decoder's run of "
              "one session alone), a failing N with what it missed; the capacity is exact when capacity + 1 failed, "
-             "else between it and the first failing N - 1, and a lower bound when no N above it failed",
+             "else between it and the first failing N - 1, and a lower bound, shown >= N, when no N above it failed",
+             "sessions: the sessions the line's capacity was found on, their count and a digest of their ids "
+             "(#8 hex digits); mixed: its N were replayed on different sessions",
              f"x {'AR' if baseline == 'ar' else baseline}: the capacity over {baseline}'s in the same setup group and "
-             "batching (its max batch, stagger and draft policy the same when such a run exists); – when "
-             f"{baseline} has no runs there or a capacity of 0",
+             "batching (its max batch, stagger and draft policy the same when such a run exists), only when both were "
+             "found on the same sessions; >= / <= when one of them is a lower bound; – when "
+             f"{baseline} has no runs there, a capacity of 0, other sessions, or both capacities are lower bounds",
              "the search (scripts/bench_capacity.py: N = 1, 2, 4, ... while it passes, then bisection) assumes "
              "deadline misses and onsets only grow with N: N it skipped are taken to pass below the capacity and to "
              "fail above",
@@ -335,6 +407,25 @@ def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: Capaci
             where = f"{label}{' with batching' if batching else ''} ({group})"
             notes.append(f"not monotonic: {where} passes at N={passing} above its failing "
                          f"N={line['first failing N'].iloc[0]:.0f}; its capacity counts the first failure")
+    return notes + session_set_notes(data, baseline)
+
+
+def session_set_notes(data: pd.DataFrame, baseline: str) -> list[str]:
+    """A note per line whose N were replayed on different sessions, and per line whose ratio to the baseline is not
+    shown because the two capacities were found on different sessions."""
+    notes = []
+    for (group, label, batching), line in data.groupby(["group", "label", "batching"], sort=False):
+        where = f"{label}{' with batching' if batching else ''} ({group})"
+        first = line.iloc[0]
+        if first["line sessions"] == MIXED:
+            sets = ", ".join(f"N={n}: {sessions}" for n, sessions in zip(line["N"], line["sessions"]))
+            notes.append(f"different sessions: {where} was replayed on different sessions at different N ({sets}); "
+                         "its capacity compares runs of different work")
+        base = first["baseline sessions"]
+        if first["decoder"] != baseline and base is not None and (base != first["line sessions"] or base == MIXED):
+            notes.append(f"not compared: {where} found its capacity on {first['line sessions']}, {baseline} on "
+                         f"{base}: x {'AR' if baseline == 'ar' else baseline} is not shown (replay both on the same "
+                         "sessions)")
     return notes
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from ticktock.results.names import MAX_NAME_LENGTH
 from ticktock.world.scoring import SPECIAL
 from ticktock.tables.common import setup_label
 from ticktock.tables.load import Results, Run, Setup, TablesError
@@ -312,9 +313,12 @@ def _session_span(frames: list[pd.DataFrame]) -> tuple[int, int, str]:
 
 
 def safe_stem(text: str) -> str:
-    """A file-name-safe form of a session id.
+    """A file-name-safe form of a session id (a case's key, ``case_<stem>``, names its figure and CSV): ASCII
+    letters, digits, ``.`` and ``_`` kept, anything else ``-``, cut to ``MAX_NAME_LENGTH`` characters. So
+    ``case_<stem>`` is always a name of ``ticktock.results.names`` (a run's ids were checked as names when read; an
+    older run's were not).
 
-    >>> safe_stem("fdb_v3/0007 a")
-    'fdb_v3-0007-a'
+    >>> safe_stem("fdb_v3/0007 a"), safe_stem("../\u00e9t\u00e9")
+    ('fdb_v3-0007-a', '..--t-')
     """
-    return "".join(ch if ch.isalnum() or ch in "._" else "-" for ch in text)
+    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._" else "-" for ch in text)[:MAX_NAME_LENGTH - 5]

@@ -603,8 +603,29 @@ def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, al
     used, empty = _with_sessions(runs)
     caveats = empty + tag_profiles(runs) + state_scope_notes(used)
     running = [f"run {r.path} has status {r.status!r} (not complete): its rows are used as they are"
-               for r in runs if r.status != "complete" and not r.note]
+               for r in runs if r.status != "complete" and not r.note] + failed_session_notes(runs)
     return Results(runs, group_cells(used), running, skipped, incomplete=shard_notes, caveats=caveats + running)
+
+
+def failed_session_notes(runs: list[Run], shown: int = 3) -> list[str]:
+    """One line per run with sessions the watchdog stopped (run.json ``failed_sessions``, ``ticktock.replay.watchdog``):
+    how many, and the reasons of the first ``shown``. Those sessions are in no table (nothing of them was written).
+
+    >>> run = Run(Path("r"), {"failed_sessions": [{"session_id": "s1", "error": "session s1: chunk 3 (talker) still "
+    ...                                          "running after 1 s of wall time (watchdog.chunk_s=1)"}]}, None, None)
+    >>> failed_session_notes([run])
+    ['run r: 1 session failed, in no table (rerun into the folder to retry): session s1: chunk 3 (talker) still running after 1 s of wall time (watchdog.chunk_s=1)']
+    """
+    notes = []
+    for run in runs:
+        failed = [f for f in run.meta.get("failed_sessions") or [] if isinstance(f, dict)]
+        if not failed:
+            continue
+        reasons = "; ".join(str(f.get("error") or f.get("session_id")) for f in failed[:shown])
+        more = f"; and {len(failed) - shown} more (run.json failed_sessions)" if len(failed) > shown else ""
+        notes.append(f"run {run.path}: {len(failed)} session{'s' if len(failed) != 1 else ''} failed, in no table "
+                     f"(rerun into the folder to retry): {reasons}{more}")
+    return notes
 
 
 def check_results(runs: list[Run]) -> None:

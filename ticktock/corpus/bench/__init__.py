@@ -14,8 +14,12 @@ A dataset written by ``export`` (a folder or a Hub id) is replayed without manif
 ``ticktock bench``), see :mod:`ticktock.corpus.bench.__main__`.
 """
 
-from ticktock.errors import InputDataError
+from ticktock.errors import ConfigError, InputDataError
 
 
 class BenchError(InputDataError):
     """A source, corpus or dataset the bench commands cannot use; the message names it (exit code 3)."""
+
+
+class BenchOptionError(ConfigError):
+    """A bench command's option that cannot be used (``--src nope=DIR``); the message names it (exit code 2)."""

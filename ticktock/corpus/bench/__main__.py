@@ -12,8 +12,10 @@ Usage::
 from their Hub ids) into the local Hugging Face cache, so that ``build`` and ``convert`` run offline later
 (``HF_HUB_OFFLINE=1``). ``build`` assembles TickTock-Bench from every source it finds (``ticktock.corpus.bench.build``).
 ``export`` writes a corpus as a dataset in the Hub's layout (``ticktock.corpus.bench.export``); ``--push-to-hub``
-then uploads it (network and a Hub login needed). An error is one line, ``ticktock: error: ...`` (exit 3 for bad
-input, 4 for an output folder that must not be written).
+then uploads it (network and a Hub login needed). An error is one line, ``ticktock: error: ...`` (exit 2 for a bad
+option such as ``--src nope=DIR``, 3 for bad input or a build that found nothing, 4 for an output folder that must not
+be written). Without ``HF_HUB_OFFLINE``, ``fetch`` and ``build`` ask the Hub once whether it can be reached, and work
+offline at once when it cannot (``ticktock.sessions.hub.offline_when_unreachable``).
 """
 
 from __future__ import annotations
@@ -23,20 +25,24 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ticktock.corpus.bench import BenchError
+from ticktock.corpus.bench import BenchError, BenchOptionError
+from ticktock.errors import shown
 
 
 def source_folders(pairs: Sequence[str]) -> dict[str, str]:
-    """``--src SOURCE=ID_OR_FOLDER`` options as a mapping (a source named twice: the last one)."""
+    """``--src SOURCE=ID_OR_FOLDER`` options as a mapping (a source named twice: the last one); a malformed one or
+    an unknown source is a ``BenchOptionError`` naming it and the sources there are (exit 2, before any work)."""
     from ticktock.corpus.convert import SOURCES
 
     chosen = {}
     for pair in pairs:
-        source, sep, where = pair.partition("=")
-        if not sep or source.strip() not in SOURCES or not where.strip():
-            raise SystemExit(f"--src: expected SOURCE=ID_OR_FOLDER with SOURCE one of {', '.join(SOURCES)}, "
-                             f"got {pair!r}")
-        chosen[source.strip()] = where.strip()
+        source, sep, where = (part.strip() for part in pair.partition("="))
+        if not sep or not source or not where:
+            raise BenchOptionError(f"--src {shown(pair)}: expected SOURCE=ID_OR_FOLDER, SOURCE one of "
+                                   f"{', '.join(SOURCES)}")
+        if source not in SOURCES:
+            raise BenchOptionError(f"--src {shown(pair)}: no source {shown(source)}; the sources: {', '.join(SOURCES)}")
+        chosen[source] = where
     return chosen
 
 
@@ -70,11 +76,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from ticktock.corpus.bench.sources import fetch
+    from ticktock.corpus.bench.build import hub_reads
+    from ticktock.corpus.bench.sources import fetch, locations
 
     chosen = source_folders(args.src)
-    for line in fetch(args.sources or None, chosen):
-        print(line)
+    with hub_reads(locations(chosen).values()):  # no Hub: the cached copies at once, not half a minute of retries
+        for line in fetch(args.sources or None, chosen):
+            print(line)
     return 0
 
 

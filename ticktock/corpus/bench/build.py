@@ -7,6 +7,9 @@ reads from ``$TICKTOCK_DATA/tickbench``. A Hub source is read from its Hub id un
 Full-Duplex-Bench source only when its folder is given (``--src fdb_v3=DIR``). A source that cannot be read (not
 given, not cached offline, not in its published layout) is reported and the others go on.
 
+A build that finds no session at all (every source missing) is a ``BenchError``, "nothing built", giving each
+source's reason in one line; the empty folders it made are removed (never a file, never a folder that was there).
+
 A rerun resumes: a source whose folder already holds this very conversion (its ``made_by.json`` records the same
 source and options, and its manifest is there) is kept as it is, not converted again; the others are tried again.
 
@@ -21,10 +24,14 @@ Example::
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ContextManager
 
+from ticktock.corpus.bench import BenchError
 from ticktock.corpus.bench.sources import FDB_DOWNLOADS, SOURCE_TASKS, locations
 from ticktock.corpus.convert import ConvertError
 
@@ -52,13 +59,53 @@ class Build:
 
 def build(out: Path, chosen: dict[str, str], selection: str | None = "ticktock_bench",
           backchannel_gt: str | None = None, overwrite: bool = False) -> Build:
-    """Convert every available source into ``out/<source>/`` (module docstring)."""
+    """Convert every available source into ``out/<source>/`` (module docstring). The Hub is asked once whether it
+    can be reached; when it cannot, the Hub sources are read from the local cache only, at once and quietly
+    (``ticktock.sessions.hub.offline_when_unreachable``). A build that finds no session at all is a ``BenchError``
+    ("nothing built", each source's reason), and the empty folders it made are removed."""
     from ticktock.corpus.convert.selection import load_selection
 
+    out = Path(out)
     picked = load_selection(selection) if selection else None
-    results = [build_source(out, source, src, picked, backchannel_gt, overwrite)
-               for source, src in locations(chosen).items()]
-    return Build(Path(out), results, targets(picked))
+    folders = [out, *(out / source for source in SOURCE_TASKS)]
+    existed = {folder for folder in folders if folder.exists()}
+    where = locations(chosen)
+    with hub_reads(where.values()):
+        results = [build_source(out, source, src, picked, backchannel_gt, overwrite) for source, src in where.items()]
+    if not any(result.sessions for result in results):
+        remove_empty_folders([folder for folder in reversed(folders) if folder not in existed])
+        raise BenchError(f"{out}: nothing built: {why_nothing(results)}")
+    return Build(out, results, targets(picked))
+
+
+def hub_reads(sources) -> ContextManager:
+    """Around reading ``sources`` (Hub ids or folders): when one is a Hub id, the Hub is asked once whether it can be
+    reached (``offline_when_unreachable``: when not, the caches are read at once, with no retries and no warning
+    lines); a download from a reachable Hub keeps its progress bars."""
+    from ticktock.sessions.hub import is_hub_id, offline_when_unreachable
+
+    if any(src is not None and is_hub_id(src) for src in sources):
+        return offline_when_unreachable()
+    return nullcontext()
+
+
+def why_nothing(results: list[SourceResult]) -> str:
+    """Why no source gave a session: the reason of each source read, then the sources not given, in one line."""
+    reasons = [f"{r.source}: {r.missing or 'no session selected'}" for r in results if r.src is not None]
+    not_given = [r.source for r in results if r.src is None]
+    if not_given:
+        reasons.append(f"{', '.join(not_given)}: not given (downloaded by hand; pass --src SOURCE=DIR)")
+    return "no source could be read (" + "; ".join(reasons) + ")"
+
+
+def remove_empty_folders(created: list[Path]) -> None:
+    """Remove the folders a build created that hold nothing, innermost first (only empty folders: never a file)."""
+    for folder in created:
+        for path, _, _ in sorted(os.walk(folder), key=lambda entry: -len(Path(entry[0]).parts)):
+            try:
+                os.rmdir(path)
+            except OSError:  # not empty: something of ours failed half-way, or someone else's file; kept
+                pass
 
 
 def build_source(out: Path, source: str, src: str | None, selection, backchannel_gt, overwrite) -> SourceResult:

@@ -15,10 +15,13 @@ audio. The rows are built as plain ``{bytes, path}`` structs and then cast to ``
 while building rows through an ``Audio`` feature makes ``datasets`` 5 import torchcodec. ``load_dataset(OUT, task)``
 reads a config (offline: it is a local folder); ``task=hf task.dataset=OUT`` replays it.
 
-``OUT`` may be new or empty, or this export's own earlier output (rewritten); the corpus itself, or another corpus
-or export, is refused unless ``overwrite``. The files are staged in ``OUT/.export-*`` and moved in at the end, the
-card last. ``push_to_hub`` uploads an export with ``datasets``' own ``push_to_hub`` (one call per config) and the card
-with ``huggingface_hub``'s ``DatasetCard.push_to_hub``.
+``OUT`` may be new or empty, or this export's own earlier output (its ``made_by.json`` records ``bench export`` of
+the same corpora and options: rewritten); the corpus itself is always refused, and a folder holding anything else
+(another corpus or export, the user's own files) unless ``overwrite``. Even then only the card (``README.md``),
+``made_by.json`` and the config folders (folders of parquet shards only) are replaced; nothing else is deleted.
+The files are staged in ``OUT/.export-*`` (a staging folder left by a killed export does not count as content) and
+moved in at the end, the card last. ``push_to_hub`` uploads an export with ``datasets``' own ``push_to_hub`` (one
+call per config) and the card with ``huggingface_hub``'s ``DatasetCard.push_to_hub``.
 
 Example::
 
@@ -39,6 +42,7 @@ from pathlib import Path
 
 from ticktock.corpus.bench import BenchError
 from ticktock.corpus.bench.card import SPLIT, TaskRow, composition, dataset_card, task_order
+from ticktock.errors import shown
 from ticktock.sessions.hub import quiet
 
 SHARD_ROWS = 500  # sessions per parquet file (bounds the memory an export holds at once)
@@ -106,6 +110,8 @@ def export(corpora: Path | list[Path], out: Path, *, name: str = "TickTock-Bench
         raise OutputFolderError(f"{out}: already holds a dataset export ({differences(previous, record)}); choose "
                                 "another --out, or pass --overwrite to replace it")
     claim_output(out, record, {f"CORPUS {m}": m.parent for m in manifests}, overwrite)
+    if not overwrite and not (previous is not None and previous.to_json() == record.to_json()):
+        refuse_foreign(out)
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".export-"))
     try:
@@ -118,6 +124,20 @@ def export(corpora: Path | list[Path], out: Path, *, name: str = "TickTock-Bench
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Export(out, rows)
+
+
+def refuse_foreign(out: Path) -> None:
+    """Refuse a folder that holds anything (but an interrupted export's staging folder) and is not this export's own
+    earlier output: its files are the user's (a ``README.md`` would be replaced by the card). ``OutputFolderError``
+    naming the folder, what it holds and ``--overwrite``."""
+    from ticktock.corpus.output_folder import OutputFolderError
+
+    held = sorted(p.name for p in out.iterdir() if not p.name.startswith(".export-")) if out.is_dir() else []
+    if held:
+        names = ", ".join(shown(name) for name in held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise OutputFolderError(f"{out}: not empty and not an earlier export of these corpora (holds {names}); choose "
+                                "another --out, or pass --overwrite to write there anyway (its README.md becomes the "
+                                "dataset card)")
 
 
 def write_config(folder: Path, sessions: list) -> None:

@@ -91,9 +91,21 @@ class Conversion:
     manifest: Path | None
 
 
+SAFE_ID_LENGTH = 96  # a converter's id is "<task>-[<subset>-]<safe_id>": within the 128 characters of a name
+
+
 def safe_id(text: str) -> str:
-    """A session-id-safe spelling: ``safe_id("a b/c") == "a_b_c"``."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_") or "x"
+    """A session-id-safe spelling of a source's name: runs of characters outside the name set of
+    ``ticktock.results.names`` (letters, digits, ``.``, ``_``, ``-``) become ``_``, leading and trailing ``_`` go, and
+    the result is cut to ``SAFE_ID_LENGTH`` characters (two names alike in their first 96 characters are two
+    sessions of the same id: the writer refuses that in one line). It never holds a ``/``, so
+    ``<task>-<safe_id>`` is a name; the writer checks every id it writes all the same.
+
+    >>> safe_id("a b/c"), safe_id("../../etc/passwd"), safe_id("caf\u00e9 \u00fcber"), len(safe_id("x" * 500))
+    ('a_b_c', '.._.._etc_passwd', 'caf_ber', 96)
+    """
+    spelled = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_")[:SAFE_ID_LENGTH]
+    return spelled or "x"
 
 
 def source_path(path: Path, root: Path) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ticktock.corpus.convert import ConvertError
-from ticktock.sessions.hub import offline, quiet
+from ticktock.sessions.hub import offline, offline_reason, quiet
 
 HUB_IDS = {"openaudiobench": "baichuan-inc/OpenAudioBench", "voicebench_alpacaeval": "hlt-lab/voicebench",
            "big_bench_audio": "ArtificialAnalysis/big_bench_audio"}
@@ -45,7 +45,7 @@ def fetch_command(source: str, hub_id: str) -> str:
 
 
 def not_cached(source: str, hub_id: str, err: BaseException) -> SourceNotCached:
-    reason = "offline mode is on" if offline() else f"the Hub cannot be reached ({type(err).__name__})"
+    reason = offline_reason() if offline() else f"the Hub cannot be reached ({type(err).__name__})"
     return SourceNotCached(f"{hub_id}: {source} is not in the local Hugging Face cache and {reason}; fetch it once "
                            f"online with: {fetch_command(source, hub_id)}")
 

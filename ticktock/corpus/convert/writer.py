@@ -28,6 +28,7 @@ import numpy as np
 
 from ticktock.sessions.audio import CLIPPED_FRACTION, SAMPLE_RATE, clipped_fraction, resample
 from ticktock.corpus.convert import ConvertError
+from ticktock.results.names import checked_name, named_path
 from ticktock.sessions.manifest import Session, write_manifest
 
 if TYPE_CHECKING:
@@ -116,14 +117,15 @@ class CorpusWriter:
         """Stage ``samples`` (16 kHz mono) as 16-bit FLAC; returns the path it will have after commit."""
         import soundfile
 
+        checked_name(session_id, "session_id", "converted session", ConvertError)
         if session_id in self._staged:
             raise ConvertError(f"two sessions would get the same id {session_id!r}")
         self._staged.append(session_id)
         if self.out is None:
-            return Path("audio") / f"{session_id}.flac"
-        soundfile.write(str(self.staging / f"{session_id}.flac"), np.clip(samples, -1.0, 1.0), SAMPLE_RATE,
+            return audio_file(Path("audio"), session_id)
+        soundfile.write(str(audio_file(self.staging, session_id)), np.clip(samples, -1.0, 1.0), SAMPLE_RATE,
                         format="FLAC", subtype="PCM_16")
-        return self.out / "audio" / f"{session_id}.flac"
+        return audio_file(self.out / "audio", session_id)
 
     def commit(self, sessions: Iterable[Session], made_by: MadeBy | None = None) -> Path:
         """Write ``made_by`` (the record of the conversion, ``output_folder``), move the staged audio into place,
@@ -138,7 +140,7 @@ class CorpusWriter:
         audio_dir = self.out / "audio"
         audio_dir.mkdir(exist_ok=True)
         for session_id in self._staged:
-            os.replace(self.staging / f"{session_id}.flac", audio_dir / f"{session_id}.flac")
+            os.replace(audio_file(self.staging, session_id), audio_file(audio_dir, session_id))
         path = write_manifest(self.out / "manifest.jsonl", sessions)
         self.discard()
         return path
@@ -147,3 +149,8 @@ class CorpusWriter:
         """Remove the staging folder and whatever is in it."""
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def audio_file(folder: Path, session_id: str) -> Path:
+    """``folder/<session_id>.flac``, the id checked as a name (``ticktock.results.names``: no ``/``, no ``..``)."""
+    return named_path(folder, session_id, ".flac", "session_id", "converted session", ConvertError)

@@ -1,0 +1,123 @@
+"""``ticktock certify``'s no-peeking check: a decoder that reads the next chunk's audio before it arrives, by any
+means left to it, and acts on it only when that audio is loud (so that noise, loud like speech, would not expose
+it) fails; an honest decoder that drafts on the audio already arrived passes.
+
+The arriving-audio buffer holds nothing of the future (``tests/decoders/test_no_future_reachable.py``), so the
+peekers below read it from the session's audio file, from the private table beside the buffer, or from the
+replay engine's stack frame: deliberate introspection, which only the behavioural check can catch. Each is a real decoder run by the real replay machinery, selected with
+``decoder._target_=test_certify_peeking.<Class>`` (this module, as pytest imports it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ticktock.conformance.checks import FAIL, PASS, table
+from ticktock.conformance.decoder import SETTINGS, certify_decoder
+from ticktock.conformance.decoder_checks import NO_PEEKING
+from ticktock.conformance.perturbations import DESCRIPTIONS
+from ticktock.decoders.ar import ARDecoder
+from ticktock.sessions.audio import SAMPLE_RATE, rms_dbfs
+
+FIXTURE = {"models": ("fixture",), "sessions": 2, "chunks": 4}
+LOUD_DBFS = -45.0  # speech and noise are louder; silence and a pause are not
+END_S = 0.1  # the last 100 ms of the next chunk: audio that arrives only as the window ends
+
+
+class LoudPeeker(ARDecoder):
+    """Lossless, but in each idle window it reads the end of the chunk being drafted before it has arrived and runs
+    a silence draft of it only when that end is loud. ``future_end(window)`` is how it reads it."""
+
+    def future_end(self, window):
+        raise NotImplementedError
+
+    def idle(self, window) -> None:
+        if rms_dbfs(self.future_end(window)) < LOUD_DBFS:
+            return
+        before = window.adapter.snapshot()
+        draft = window.decoding(selection="greedy")
+        draft.verify(window.next_inputs.segments(window.silence()), None)
+        window.adapter.restore(before)
+
+
+class FilePeeker(LoudPeeker):
+    """Reads the session's audio file (its path is in the session it is handed)."""
+
+    def start_session(self, session) -> None:
+        from ticktock.sessions.audio import load_audio
+
+        self.audio, self.spans = load_audio(session.audio_path), session.chunk_spans()
+
+    def future_end(self, window):
+        from ticktock.sessions.audio import chunk_samples
+
+        span = self.spans[window.chunk_index]
+        return chunk_samples(self.audio, span.end_s - END_S, span.end_s)
+
+
+class IntrospectingPeeker(LoudPeeker):
+    """Reads the chunk's samples from the table private to ``ticktock.decoders.idle`` that keeps them beside the
+    arriving-audio buffer (nothing it is handed refers to it)."""
+
+    def future_end(self, window):
+        import sys
+
+        hidden = vars(sys.modules["ticktock.decoders.idle"])["_CHUNK_SAMPLES"][window.arriving]
+        return hidden[-int(END_S * SAMPLE_RATE):]
+
+
+class FramePeeker(LoudPeeker):
+    """Walks the interpreter's stack up from its ``idle`` to the caller holding the chunk's samples."""
+
+    def future_end(self, window):
+        import sys
+
+        import numpy as np
+
+        frame = sys._getframe()
+        while frame is not None:
+            for value in frame.f_locals.values():
+                if isinstance(value, np.ndarray) and value.ndim == 1 and len(value) == window.next_samples:
+                    return value[-int(END_S * SAMPLE_RATE):]
+            frame = frame.f_back
+        raise AssertionError("no frame holds the chunk's samples")
+
+
+def hostile(name: str) -> tuple[str, ...]:
+    return (f"decoder._target_={__name__}.{name}", f"decoder.name={name.lower()}")
+
+
+@pytest.fixture(scope="module")
+def references():
+    return {}
+
+
+@pytest.mark.parametrize("peeker", ["FilePeeker", "IntrospectingPeeker", "FramePeeker"])
+def test_a_decoder_that_drafts_when_the_future_is_loud_is_caught(peeker, references):
+    results = certify_decoder("ar", overrides=hostile(peeker), settings=(SETTINGS[0], SETTINGS[2]),
+                              references=references, **FIXTURE)
+    for check in (c for c in results if c.prop == NO_PEEKING):
+        assert check.result == FAIL, table(results)
+        assert check.where.startswith("session ") and ", chunk " in check.where, check.where
+        assert " was replaced by " in check.detail and check.detail.rsplit(" was replaced by ", 1)[1] in \
+            DESCRIPTIONS.values(), check.detail
+    assert all(c.result == PASS for c in results if c.prop != NO_PEEKING), table(results)  # lossless otherwise
+
+
+def test_noise_alone_does_not_catch_it_silence_does(references):
+    """Why the check perturbs the future several ways: where the real audio is loud at the cut, noise (loud too)
+    leaves the peeker's drafts as they were; silence does not."""
+    alone = {"settings": SETTINGS[:1], "references": references, **FIXTURE}
+    noise = certify_decoder("ar", overrides=hostile("FilePeeker"), perturbations=("noise",), **alone)
+    silence = certify_decoder("ar", overrides=hostile("FilePeeker"), perturbations=("silence",), **alone)
+    assert [c.result for c in noise if c.prop == NO_PEEKING] == [PASS], table(noise)
+    peeking = [c for c in silence if c.prop == NO_PEEKING]
+    assert [c.result for c in peeking] == [FAIL] and peeking[0].detail.endswith("was replaced by silence"), \
+        table(silence)
+
+
+def test_an_honest_decoder_drafting_on_the_arrived_audio_passes(references):
+    """speclisten_stream re-drafts under "the audio arrived so far, then silence" as the chunk streams in."""
+    results = certify_decoder("speclisten_stream", settings=(SETTINGS[0], SETTINGS[2]), references=references,
+                              **FIXTURE)
+    assert [c.result for c in results if c.prop == NO_PEEKING] == [PASS, PASS], table(results)
