@@ -44,7 +44,7 @@ VENV = Path(sys.prefix)  # the environment running the tests: `python`, `ticktoc
 LINKED = ("scripts", "configs", "manifests")  # what a command typed in the checkout finds beside it
 
 RUN, LIMIT, COMPOSE, STAND_IN, ENV, CI, ELSEWHERE = "run", "limit", "compose", "stand-in", "env", "ci", "elsewhere"
-SETUP = re.compile(r"python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[([a-z,]+)\]'(?: -e [\w./-]+)* && (?P<rest>.+)")
+SETUP = re.compile(r"python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[([a-z,-]+)\]'(?: -e [\w./-]+)* && (?P<rest>.+)")
 ONE_SESSION = "limit.sessions=1 limit.chunks=4"
 TWO_SESSIONS = "limit.sessions=2 limit.chunks=2"
 
@@ -65,7 +65,7 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     # README: the two commands, everyday use
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,cluster,voices]' -e examples/ticktock-example-plugins && .venv/bin/python -m pytest -n 2 -q":
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,cluster,voices,serve-test]' -e examples/ticktock-example-plugins && .venv/bin/pip install --no-deps vllm-omni==0.30.0 && .venv/bin/python -m pytest -n 2 -q":
         Rule(CI, why="this test suite: CI (.ci/run) runs exactly this line"),
     "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m ticktock.main_job --out results/main":
         Rule(LIMIT, "--per-task 1 --decoders ar,speclisten --temperatures '' limit.chunks=4", says="report:", once=True,
@@ -89,6 +89,11 @@ RULES: dict[str, Rule] = {
     # docs/replay.md
     "python scripts/bench_stream.py": Rule(LIMIT, f"--per-task 1 --temperatures 0.0 {TWO_SESSIONS}",
                                            why="40 minutes on the whole corpus"),
+    # docs/serving.md (and the README)
+    "python -m ticktock.serve decoder=speclisten_stream talker=espeak":
+        Rule(ELSEWHERE, where="tests/serve/test_serve_command.py", why="a server runs until Ctrl-C: run there"),
+    "python scripts/bench_serve.py": Rule(LIMIT, "--runs 1 --sessions 1 --seconds 3", says="speak-unit speedup",
+                                          why="about 4 minutes for 4 sessions x 3 runs"),
     # docs/concurrency.md
     "python -m ticktock.run decoder=speclisten_plus concurrency.sessions=4":
         Rule(LIMIT, "limit.sessions=4 limit.chunks=2", why="N is at most the sessions a run replays"),
@@ -378,7 +383,7 @@ def ci_extras() -> list[str]:
     """The extras CI installs, read from the README test command that .ci/run runs."""
     line = next(text for text, rule in RULES.items() if rule.how == CI)
     install, _ = install_and_rest(line)
-    (extras,) = [re.fullmatch(r"'\.\[([a-z,]+)\]'", word).group(1) for word in install if word.startswith("'.[")]
+    (extras,) = [re.fullmatch(r"'\.\[([a-z,-]+)\]'", word).group(1) for word in install if word.startswith("'.[")]
     return extras.split(",")
 
 

@@ -24,6 +24,7 @@ COMMANDS = {
     "judge": ("ticktock.judge", "grade every reply of result folders with a local judge model (quality table)"),
     "runs": ("ticktock.runs", "list the runs under a folder: status, sessions done, last heartbeat"),
     "probe": ("ticktock.probe", "oracle probe: how often the next chunk's audio changes the output"),
+    "serve": ("ticktock.serve", "serve a model and decoder over the full-duplex WebSocket contract, in real time"),
     "certify": ("ticktock.certify", "prove a decoder lossless and honestly counted, or a model adapter exact"),
     "calibrate": ("ticktock.calibrate", "measure a cost profile for the modeled clock on this device"),
     "synth": ("ticktock.corpus.synth", "generate a spoken session corpus (eSpeak NG)"),

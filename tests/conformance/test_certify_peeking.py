@@ -67,20 +67,19 @@ class IntrospectingPeeker(LoudPeeker):
 
 
 class FramePeeker(LoudPeeker):
-    """Walks the interpreter's stack up from its ``idle`` to the caller holding the chunk's samples."""
+    """Walks the interpreter's stack up from its ``idle`` to the replay loop, which holds the session's recording
+    (its audio source) and the chunk spans, and cuts the next chunk out of it."""
 
     def future_end(self, window):
         import sys
 
-        import numpy as np
-
         frame = sys._getframe()
         while frame is not None:
-            for value in frame.f_locals.values():
-                if isinstance(value, np.ndarray) and value.ndim == 1 and len(value) == window.next_samples:
-                    return value[-int(END_S * SAMPLE_RATE):]
+            source, spans = frame.f_locals.get("audio"), frame.f_locals.get("spans")
+            if hasattr(source, "chunk") and isinstance(spans, list):
+                return source.chunk(spans[window.chunk_index])[-int(END_S * SAMPLE_RATE):]
             frame = frame.f_back
-        raise AssertionError("no frame holds the chunk's samples")
+        raise AssertionError("no frame holds the session's audio")
 
 
 def hostile(name: str) -> tuple[str, ...]:

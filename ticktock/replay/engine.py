@@ -36,13 +36,13 @@ import time
 from dataclasses import dataclass, field
 
 from ticktock.adapters.base import ModelAdapter
-from ticktock.sessions.audio import SAMPLE_RATE, chunk_samples
+from ticktock.sessions.audio import SAMPLE_RATE
 from ticktock.clocks.base import Clock, WindowClosed
-from ticktock.decoders.idle import ArrivingAudio
 from ticktock.decoders.counters import ChunkCounters, ForwardRecord
 from ticktock.decoders.step import ChunkStep
 from ticktock.decoders.contract import Decoder
 from ticktock.decoders.selection import Sampling
+from ticktock.replay.audio_source import AudioEnded, as_audio_source
 from ticktock.replay.injection import Injection, ToolCallInjector
 from ticktock.sessions.manifest import ChunkSpan, Session
 from ticktock.replay.session_state import SessionState
@@ -79,6 +79,21 @@ class SessionTrace:
     concurrency: int = 1
     slot: int = 0
     start_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What ``ReplayEngine.replay`` calls per chunk: ``on_decided`` once its output is committed, ``on_spoken`` once
+    its talker has spoken (with a talker), ``on_chunk`` after the idle window that follows it (each may be None)."""
+
+    on_chunk: object = None
+    on_decided: object = None
+    on_spoken: object = None
+
+    @staticmethod
+    def call(hook, chunk) -> None:
+        if hook is not None:
+            hook(chunk)
 
 
 class ReplayEngine:
@@ -118,17 +133,20 @@ class ReplayEngine:
         self.decoder.start_session(told)
         return state
 
-    def replay(self, session: Session, audio, on_chunk=None) -> SessionTrace:
-        """Replay one session; ``audio`` is its 16 kHz mono float32 samples; ``on_chunk(chunk_trace)`` is
-        called after each chunk."""
+    def replay(self, session: Session, audio, on_chunk=None, on_decided=None, on_spoken=None) -> SessionTrace:
+        """Replay one session; ``audio`` is its 16 kHz mono float32 samples, or an audio source
+        (``ticktock.replay.audio_source``: a live stream when served); ``on_chunk(chunk_trace)`` is called after each
+        chunk (after the idle window that follows it). A server reports sooner: ``on_decided(chunk_trace)`` as soon
+        as the chunk's output is committed (before its talker and the next idle window), ``on_spoken(chunk_trace)``
+        once its talker has synthesized its speech (with a talker only). A live stream that ends (``AudioEnded``) ends the session with the chunks done so far."""
         try:
-            return self._replay(session, audio, on_chunk)
+            return self._replay(session, as_audio_source(audio), Hooks(on_chunk, on_decided, on_spoken))
         finally:
             self.where = None
             if self.watchdog is not None:
                 self.watchdog.disarm()
 
-    def _replay(self, session: Session, audio, on_chunk) -> SessionTrace:
+    def _replay(self, session: Session, audio, hooks: "Hooks") -> SessionTrace:
         began = time.perf_counter()
         spans = session.chunk_spans()[: self.max_chunks]
         self._enter(session, 0, "session start")
@@ -140,7 +158,10 @@ class ReplayEngine:
         arrived = Injection()
         for i, span in enumerate(spans):
             self._enter(session, i, "waiting for its audio")
-            self.clock.wait_until(1000.0 * span.end_s)  # at once for a session alone; see ticktock.replay.device
+            try:
+                self.clock.wait_until(1000.0 * span.end_s)  # at once for a session alone; see ticktock.replay.device
+            except AudioEnded:  # a live stream ended: the session is what it said so far
+                break
             self._enter(session, i, "post-audio step")
             step, wall_ms = self._post_audio(state, i, span, audio)
             deadline_ms = 1000.0 * (spans[i + 1].duration_s if i + 1 < len(spans) else session.chunk_s)
@@ -151,24 +172,25 @@ class ReplayEngine:
             chunk = ChunkTrace(span, step.output, self.adapter.protocol.kind_of(step.output), timing, wall_ms,
                                step.encode_wall_ms, carried, step.counters, arrived, injected.calls)
             trace.chunks.append(chunk)
+            hooks.call(hooks.on_decided, chunk)
             arrived, talking_ms = injected, 0.0
             if self.speech is not None:
                 self._enter(session, i, "talker")
                 chunk.speech = self.speech.speak(self.clock, self.adapter, step.output, state.take_prepared_speech(i))
                 talking_ms = chunk.speech.talker_ms
+                hooks.call(hooks.on_spoken, chunk)
             budget = timing.idle_budget_ms - talking_ms
             carried = overrun(talking_ms, timing.idle_budget_ms)  # the talker's work past the next arrival
             if budget > 0 and i + 1 < len(spans):
                 self._enter(session, i + 1, "idle window")
                 carried = self._idle(state, i + 1, spans[i + 1], budget, audio)
-            if on_chunk is not None:
-                on_chunk(chunk)
+            hooks.call(hooks.on_chunk, chunk)
         trace.wall_s = time.perf_counter() - began
         return trace
 
     def _post_audio(self, state: SessionState, index: int, span: ChunkSpan, audio) -> tuple[ChunkStep, float]:
         step = state.chunk_step(index)
-        samples = chunk_samples(audio, span.start_s, span.end_s)
+        samples = audio.chunk(span)
         done = step.inputs.prefilled_samples  # early prefill fed the chunk's first part in its idle window
         step.inputs.audio = step.encode(samples[done:], fraction=(len(samples) - done) / max(len(samples), 1))
         self.decoder.decode_chunk(step)
@@ -178,9 +200,8 @@ class ReplayEngine:
     def _idle(self, state: SessionState, index: int, span: ChunkSpan, budget_ms: float, audio) -> float:
         """Let the decoder draft chunk ``index`` before its audio arrives (while it streams in); return the overrun
         carried into it."""
-        samples = chunk_samples(audio, span.start_s, span.end_s)
         window = state.idle_window(index, budget_ms, int(round(span.duration_s * SAMPLE_RATE)),
-                                   ArrivingAudio(samples, budget_ms))
+                                   audio.arriving(span, budget_ms))
         before = self.adapter.snapshot()
         try:
             self.decoder.idle(window)

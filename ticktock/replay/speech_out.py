@@ -25,7 +25,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ticktock.clocks.base import TALK, DeviceWork, Stopwatch
 from ticktock.adapters.base import spoken_text
@@ -38,7 +38,9 @@ class SpokenPiece:
     """A committed chunk's speech: its ``text`` ("" when it speaks nothing), ``audio_s`` seconds of audio (its samples'
     ``audio_sha256``), ``talker_ms`` of the run's clock spent synthesizing it after the commit (0 when it was
     synthesized ahead), ``ready_ms`` from the commit until its audio can play, and whether it was synthesized ``ahead``
-    (in the idle window, speculatively); ``prepared``: texts synthesized ahead for the chunk."""
+    (in the idle window, speculatively); ``prepared``: texts synthesized ahead for the chunk; ``samples``: the audio
+    itself (float32 at the talker's ``sample_rate``; None when it speaks nothing), which a server streams to its client
+    and result rows leave out."""
 
     text: str
     audio_s: float
@@ -47,6 +49,8 @@ class SpokenPiece:
     ready_ms: float
     ahead: bool
     prepared: int = 0
+    samples: object = field(default=None, repr=False, compare=False)
+    sample_rate: int = 0
 
 
 def samples_sha256(samples) -> str:
@@ -87,13 +91,15 @@ class SpeechOut:
             return SpokenPiece("", 0.0, None, 0.0, 0.0, False, len(prepared))
         if text in prepared:
             samples = prepared[text]
-            return SpokenPiece(text, self.audio_s(samples), samples_sha256(samples), 0.0, 0.0, True, len(prepared))
+            return SpokenPiece(text, self.audio_s(samples), samples_sha256(samples), 0.0, 0.0, True, len(prepared),
+                               samples, self.talker.sample_rate)
         watch = clock.stopwatch()
         samples, done = self.synthesize(watch, adapter, text)
         elapsed, audio_s = watch.elapsed_ms(), self.audio_s(samples)
         in_work = done.charged_ms if self.cost is None else self.cost.ready_ms(audio_s)  # first audio within the work
         ready = elapsed - done.charged_ms + min(in_work, done.charged_ms)
-        return SpokenPiece(text, audio_s, samples_sha256(samples), elapsed, ready, False, len(prepared))
+        return SpokenPiece(text, audio_s, samples_sha256(samples), elapsed, ready, False, len(prepared), samples,
+                           self.talker.sample_rate)
 
     def describe(self) -> dict:
         return {**self.talker.describe(), "charged": "measured" if self.cost is None else self.cost.to_json()}

@@ -1,0 +1,177 @@
+"""``ticktock serve`` measured on this machine: each unit's served latency, and the serving overhead.
+
+For each decoder (AR and Speculative Listening on streaming audio by default) and each session (mini-corpus sessions
+that speak within their first seconds), the script
+
+1. replays the session in-process on the wall clock (``ReplayEngine`` with ``WallClock``): each unit's post-audio
+   latency as the replay measures it;
+2. serves it: ``ticktock serve`` (the same model and decoder) in a thread of this process, and a WebSocket client on
+   loopback streaming the session's audio in real time (100 ms appends on a monotonic schedule, no drift). Per unit,
+   ``server_ms`` is what the server reports (``ticktock.post_audio_ms``: from the unit's last sample arriving to its
+   decision), and ``client_ms`` the time from sending the append that completes the unit to receiving its decision
+   (an upper bound of "until the decision left the server": it adds loopback and the client's own work).
+
+It prints, per decoder, the medians over every unit of every session and run (runs alternate the decoders, A B A B,
+so a drift of the machine's speed reaches both): served latency (client and server side), the in-process wall
+latency of the same units, and the serving overhead (client_ms minus the in-process latency of the same unit, paired
+unit by unit; its median), over all units and over the units that speak; then the speak-unit speedup of each decoder
+over AR, served and in-process. Every figure is wall time on this machine's CPU, embedded model.
+
+Run (about 4 minutes on 2 CPU cores)::
+
+    python scripts/bench_serve.py
+    python scripts/bench_serve.py --runs 5 --sessions 6 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from ticktock.errors import user_errors
+
+DECODERS = ("ar", "speclisten_stream")
+SESSION_IDS = ("llama_questions-eval-0-0008", "llama_questions-eval-0-0000", "web_questions-eval-0-0006",
+               "trivia_qa-eval-0-0001", "llama_questions-eval-0-0004", "trivia_qa-eval-0-0009")
+PIECE_S = 0.1
+
+
+def positive(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 100, got {text!r}")
+    return value
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="bench_serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=positive, default=3, help="runs of every decoder on every session (default 3)")
+    parser.add_argument("--sessions", type=positive, default=4, help=f"sessions (at most {len(SESSION_IDS)}; default 4)")
+    parser.add_argument("--seconds", type=positive, default=8, help="seconds of each session streamed (default 8)")
+    parser.add_argument("--decoders", default=",".join(DECODERS), help="decoders, comma-separated; the first is the "
+                                                                       "baseline of the speedups (default ar,...)")
+    args = parser.parse_args(argv)
+    if args.sessions > len(SESSION_IDS):
+        parser.error(f"argument --sessions: at most {len(SESSION_IDS)}")
+    args.decoders = [d for d in args.decoders.split(",") if d]
+    return args
+
+
+def sessions(count: int):
+    from ticktock.replay.resources import resource_path
+    from ticktock.sessions.manifest import load_manifest
+
+    by_id = {s.session_id: s for s in load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))}
+    return [by_id[i] for i in SESSION_IDS[:count]]
+
+
+def in_process(model, session, samples, units: int) -> dict[int, tuple[float, str]]:
+    """Each unit's post-audio latency on the wall clock and its kind, replayed in this process."""
+    from ticktock.clocks.wall import WallClock
+    from ticktock.replay.engine import ReplayEngine
+    from ticktock.replay.injection import ToolCallInjector
+    from ticktock.world.mock_tools import MockToolExecutor
+
+    engine = ReplayEngine(model.adapter, model._build(model.cfg.decoder), WallClock(model.adapter.synchronize),
+                          model.sampling, ToolCallInjector(MockToolExecutor()), units)
+    trace = engine.replay(session, samples)
+    return {c.span.index: (c.timing.latency_ms, c.kind) for c in trace.chunks}
+
+
+async def served(port: int, samples: np.ndarray, instructions: str | None, units: int) -> dict[int, tuple]:
+    """Stream ``samples`` into the server in real time; per unit (client_ms, server_ms, decision)."""
+    import websockets
+
+    pcm = (np.clip(samples, -1, 1) * 32767).round().astype("<i2").tobytes()
+    piece = int(PIECE_S * 16_000) * 2
+    completed_at: dict[int, float] = {}
+    decided: dict[int, tuple] = {}
+    async with websockets.connect(f"ws://127.0.0.1:{port}/v1/realtime?duplex=1", max_size=None) as ws:
+        await ws.send(json.dumps({"type": "session.update", "session": {"instructions": instructions or ""}}))
+
+        async def send() -> None:
+            began = time.monotonic()
+            for k, start in enumerate(range(0, len(pcm), piece)):
+                await asyncio.sleep(max(0.0, began + k * PIECE_S - time.monotonic()))
+                await ws.send(json.dumps({"type": "input_audio_buffer.append",
+                                          "audio": base64.b64encode(pcm[start: start + piece]).decode()}))
+                end = (start + piece) // 2
+                if end % 16_000 == 0:
+                    completed_at[end // 16_000 - 1] = time.perf_counter()
+            await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+
+        sending = asyncio.ensure_future(send())
+        async for frame in ws:
+            event, now = json.loads(frame), time.perf_counter()
+            if event["type"] in ("response.listen", "response.speak"):
+                unit = event["ticktock"]["unit"]
+                decided[unit] = ((now - completed_at[unit]) * 1000.0, event["ticktock"]["post_audio_ms"],
+                                 event["type"].split(".")[1])
+            if event["type"] == "session.closed":
+                break
+        await sending
+    return {u: v for u, v in decided.items() if u < units}
+
+
+def median(values) -> float:
+    values = list(values)
+    return statistics.median(values) if values else float("nan")
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from ticktock.serve.__main__ import compose_serve, serving_in_thread
+    from ticktock.serve.server import Server, ServeOptions
+    from ticktock.serve.session import ServedModel
+    from ticktock.sessions.audio import load_audio
+
+    chosen = sessions(args.sessions)
+    rows = {d: [] for d in args.decoders}  # (client_ms, server_ms, in-process ms, kind)
+    for run in range(args.runs):
+        for decoder in args.decoders:
+            cfg = compose_serve([f"decoder={decoder}", "serve.port=0", "progress=false", "threads=1"])
+            import torch
+
+            torch.set_num_threads(1)
+            model = ServedModel(cfg)
+            with serving_in_thread(Server(model, ServeOptions.parse(cfg.serve)), decoder) as port:
+                for session in chosen:
+                    samples = load_audio(session.audio_path)[: args.seconds * 16_000]
+                    alone = in_process(model, session, samples, args.seconds)
+                    live = asyncio.run(served(port, samples, session.system_prompt, args.seconds))
+                    for unit, (client_ms, server_ms, decision) in sorted(live.items()):
+                        rows[decoder].append((client_ms, server_ms, alone[unit][0], alone[unit][1]))
+            print(f"run {run + 1}/{args.runs} {decoder}: {len(rows[decoder])} units so far", flush=True)
+    report(rows, args)
+    return 0
+
+
+def report(rows: dict, args) -> None:
+    print(f"\nticktock serve on this CPU (wall clock, loopback, embedded model, {args.sessions} sessions x "
+          f"{args.seconds} s, {args.runs} runs; medians over units)")
+    print(f"{'decoder':<20} {'units':>5} {'served client ms':>16} {'served server ms':>16} {'in-process ms':>13} "
+          f"{'overhead ms':>11} {'speak units':>11} {'speak served ms':>15} {'speak in-proc ms':>16} "
+          f"{'speak overhead ms':>17}")
+    speak = {}
+    for decoder, units in rows.items():
+        spoken = [u for u in units if u[3] in ("speak", "tool")]
+        speak[decoder] = (median(u[0] for u in spoken), median(u[2] for u in spoken))
+        print(f"{decoder:<20} {len(units):>5} {median(u[0] for u in units):>16.1f} {median(u[1] for u in units):>16.1f} "
+              f"{median(u[2] for u in units):>13.1f} {median(u[0] - u[2] for u in units):>11.1f} {len(spoken):>11} "
+              f"{speak[decoder][0]:>15.1f} {speak[decoder][1]:>16.1f} {median(u[0] - u[2] for u in spoken):>17.1f}")
+    base = args.decoders[0]
+    for decoder in args.decoders[1:]:
+        print(f"speak-unit speedup of {decoder} over {base}: served {speak[base][0] / speak[decoder][0]:.2f}x, "
+              f"in-process {speak[base][1] / speak[decoder][1]:.2f}x")
+
+
+if __name__ == "__main__":
+    with user_errors(prog="bench_serve"):
+        sys.exit(main())

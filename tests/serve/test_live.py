@@ -1,0 +1,123 @@
+"""The one replay loop on live audio: a session streamed in real time into ``LiveAudio`` commits, unit by unit, the
+tokens of the in-process replay of the same session (embedded model, fp32, eager attention, greedy), for AR,
+Speculative Listening and Speculative Listening on streaming audio; the idle window drafts on the audio that has
+really arrived; a stream that ends early ends the session after its last complete unit."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ticktock.decoders.ar import ARDecoder
+from ticktock.decoders.selection import Sampling
+from ticktock.replay.engine import ReplayEngine
+from ticktock.replay.injection import ToolCallInjector
+from ticktock.replay.resources import resource_path
+from ticktock.replay.runner import build, compose_run
+from ticktock.serve.live import DeviceQueue, LiveAudio, LiveAudioFull, LiveClock
+from ticktock.sessions.audio import load_audio
+from ticktock.sessions.manifest import load_manifest
+from ticktock.world.mock_tools import MockToolExecutor
+
+from helpers import outputs
+from helpers import replay as replay_session
+
+UNITS = 5
+PIECE_MS = 100
+
+
+def stream(audio: LiveAudio, samples: np.ndarray, seconds: float, piece_ms: int = PIECE_MS) -> threading.Thread:
+    """A client streaming the first ``seconds`` of ``samples`` in real time, one piece every ``piece_ms`` scheduled on
+    a monotonic deadline from its start (no drift), then ending the stream."""
+    piece = 16 * piece_ms
+
+    def send():
+        began = time.monotonic()
+        for k, start in enumerate(range(0, int(seconds * 16_000), piece)):
+            time.sleep(max(0.0, began + k * piece_ms / 1000.0 - time.monotonic()))
+            audio.append(samples[start: start + piece])
+        audio.end()
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    return sender
+
+
+def shipped(name):
+    return ARDecoder() if name == "ar" else build(compose_run(name, "embedded", None, []).decoder)
+
+
+@pytest.fixture(scope="module")
+def session():
+    manifest = resource_path("manifests/ticktock-mini/manifest.jsonl")
+    return load_manifest(manifest, tasks=["fdb_v3"])[0]
+
+
+def live_replay(adapter, session, decoder, seconds: float = UNITS):
+    audio = LiveAudio()
+    engine = ReplayEngine(adapter, decoder, LiveClock(audio, DeviceQueue()), Sampling(),
+                          ToolCallInjector(MockToolExecutor()))
+    sender = stream(audio, load_audio(session.audio_path), seconds)
+    trace = engine.replay(session, audio)
+    sender.join(timeout=30)
+    return trace, audio
+
+
+@pytest.mark.parametrize("name", ["ar", "speclisten", "speclisten_stream"])
+def test_a_session_streamed_live_commits_the_replay_s_tokens(embedded_adapter, session, name):
+    expected = outputs(replay_session(embedded_adapter, session, shipped(name), max_chunks=UNITS,
+                                      injector=ToolCallInjector(MockToolExecutor())))
+    trace, audio = live_replay(embedded_adapter, session, shipped(name))
+    assert outputs(trace) == expected
+    assert len(trace.chunks) == UNITS  # the stream ended after unit 4: the session ends there
+    assert [audio.completed_at(i) is not None for i in range(UNITS)] == [True] * UNITS
+    if name == "speclisten_stream":  # it fed audio that had really arrived into the cache in the idle windows
+        assert any(c.counters.prefilled_ms > 0 for c in trace.chunks[1:])
+        assert all(c.counters.prefilled_ms < 1000.0 for c in trace.chunks)
+
+
+def test_the_idle_window_sees_only_the_audio_that_has_arrived(embedded_adapter, session):
+    seen = []
+
+    class Watcher(ARDecoder):
+        def idle(self, window):
+            began = time.perf_counter()
+            first = window.arrived_ms()
+            window.stopwatch.wait(300.0)  # real time passes: more of the unit arrives
+            seen.append((window.chunk_index, first, window.arrived_ms(), len(window.arrived_audio()),
+                         time.perf_counter() - began))
+
+    live_replay(embedded_adapter, session, Watcher(), seconds=3)
+    streamed = [entry[1:] for entry in seen if entry[0] < 3]  # the stream ends after 3 units: unit 3 never arrives
+    assert len(streamed) >= 2 and [entry[2] for entry in seen if entry[0] == 3] in ([], [0.0])
+    for first, later, samples, waited in streamed:
+        assert waited >= 0.29 and later >= first + 200.0  # about 300 ms more audio arrived while it waited
+        assert samples == pytest.approx(16 * later, abs=16 * PIECE_MS)
+
+
+def test_a_client_far_ahead_of_the_model_is_refused_saying_how_far():
+    audio = LiveAudio(max_ahead_s=2.0)
+    audio.append(np.zeros(32_000, dtype=np.float32))
+    with pytest.raises(LiveAudioFull, match=r"2\.1 s ahead of the model, above the 2 s this server buffers"):
+        audio.append(np.zeros(1_600, dtype=np.float32))
+
+
+def test_a_served_session_reports_every_unit_with_its_latency_and_the_replay_s_tokens(session):
+    from ticktock.serve.session import ServedModel, ServedSession
+
+    cfg = compose_run("speclisten_stream", "embedded", None, ["progress=false"])
+    model = ServedModel(cfg)
+    ended, calls = [], []
+    served = ServedSession(model, "s1", on_unit=lambda report: None, on_call=lambda *call: calls.append(call),
+                           on_end=ended.append, system_prompt=session.system_prompt, tools=session.tools)
+    served.start()
+    stream(served.audio, load_audio(session.audio_path), UNITS).join(timeout=30)
+    served.close(timeout_s=30)
+    assert ended == [None]
+    expected = outputs(replay_session(model.adapter, session, shipped("speclisten_stream"), max_chunks=UNITS,
+                                      injector=ToolCallInjector(MockToolExecutor())))
+    assert [u.output_tokens for u in served.units] == expected
+    assert [u.index for u in served.units] == list(range(UNITS))
+    assert {u.decision for u in served.units} <= {"listen", "speak"}
+    assert all(0.0 <= u.served_ms < 5000.0 for u in served.units)

@@ -1,0 +1,208 @@
+"""One served session: a client's live audio replayed through the one replay loop, unit by unit, in real time.
+
+``ServedModel`` is what every session of a server shares: the model adapter built once from the config (each
+session replays on a ``replica()``: the same weights, a KV cache of its own), the ``DeviceQueue`` that serialises
+their device work in arrival order, and how to build a decoder and a talker. ``ServedSession`` is one client: it owns
+a ``LiveAudio`` the server appends to, and a thread that runs ``ReplayEngine.replay`` on it (the same engine, decoder
+and talker code as a replay: no second decoding loop). After each unit it reports a ``UnitReport`` through
+``on_unit``; the server turns that into the wire's events (``ticktock.serve.protocol``).
+
+Tool calls stay on the client's side, as in a deployment: the engine's tool executor (``ClientTools``) reports the
+call through ``on_call`` and waits, up to ``tool_timeout_s``, for the client's output (``answer_call``); that output
+enters the next unit after its audio, as a replayed tool response does.
+
+A unit's served latency (``UnitReport.served_ms``) counts from the moment its last sample arrived at the server
+(``LiveAudio.completed_at``) to the moment the report is made, on this machine's wall clock; ``post_audio_ms`` is the
+engine's own measure of the same unit (its post-audio work plus what an idle window carried into it).
+
+Example (the embedded model and AR; a client streams audio into ``session.audio`` in real time)::
+
+    model = ServedModel(cfg)                                  # cfg: the composed serve config
+    session = ServedSession(model, "s1", on_unit=print, on_call=print, on_end=print)
+    session.start()
+    session.audio.append(samples)                             # ... as they arrive
+    session.audio.end()                                       # the client is done: the thread ends after its units
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ticktock.replay.engine import ChunkTrace
+from ticktock.serve.live import DeviceQueue, LiveAudio, LiveClock
+from ticktock.sessions.manifest import Session
+
+MAX_SESSION_S = 3600.0  # the longest a served session may last (its units are numbered up to here)
+TOOL_TIMEOUT_S = 30.0
+LIVE_AUDIO_PATH = Path("live")  # a served session has no audio file: its audio arrives (``LiveAudio``)
+
+
+@dataclass
+class UnitReport:
+    """What one served unit did. ``decision`` is the duplex contract's (``listen`` or ``speak``; a unit that calls a
+    tool speaks); ``kind`` is TickTock's (listen, speak, tool, other); ``text`` the unit's committed text, ``spoken``
+    the words it says (its spoken tokens decoded as they are, so units join into the reply); ``served_ms``
+    from the unit's last sample arriving to this report (wall clock); ``post_audio_ms`` the engine's post-audio
+    latency of the unit; ``draft_accepted`` whether a draft made in the idle window was accepted in the unit's audio
+    pass (None when no draft was offered)."""
+
+    index: int
+    decision: str
+    kind: str
+    text: str
+    spoken: str
+    served_ms: float
+    post_audio_ms: float
+    deadline_miss: bool
+    draft_accepted: bool | None
+    accepted_draft_tokens: int
+    output_tokens: list[int] = field(default_factory=list)
+
+
+class ServedModel:
+    """What the sessions of one server share: the model, the device queue, the config that builds decoders and
+    talkers. Built once, before the server listens (so a bad config fails before anything is served)."""
+
+    def __init__(self, cfg):
+        from ticktock.decoders.selection import Sampling
+        from ticktock.replay.runner import build, build_checked
+        from ticktock.adapters.base import ModelAdapter
+
+        self.cfg = cfg
+        self.adapter = build_checked(cfg.model, "model", ModelAdapter)
+        self.device = DeviceQueue()
+        self.sampling = Sampling(seed=cfg.seed, **cfg.sampling)
+        self._build = build
+
+    def engine(self, audio: LiveAudio, tools):
+        """A replay engine for one session: a replica of the model, a fresh decoder, a live clock, its talker."""
+        from ticktock.replay.engine import ReplayEngine
+        from ticktock.replay.injection import ToolCallInjector
+        from ticktock.replay.runner import build_speech
+
+        adapter = self.adapter.replica()
+        clock = LiveClock(audio, self.device, adapter.synchronize)
+        return ReplayEngine(adapter, self._build(self.cfg.decoder), clock, self.sampling, ToolCallInjector(tools),
+                            None, build_speech(self.cfg, clock))
+
+
+class ClientTools:
+    """The engine's tool executor for a served session: a call is reported to the client (``on_call(call_id,
+    call)``) and answered by the client's output (``answer``), awaited up to ``timeout_s``; no answer in time is
+    answered with an error object, so the session goes on."""
+
+    def __init__(self, on_call: Callable[[str, dict], None], timeout_s: float = TOOL_TIMEOUT_S):
+        self.on_call = on_call
+        self.timeout_s = timeout_s
+        self._answers: dict[str, queue.Queue] = {}
+
+    def respond(self, call: dict) -> str:
+        call_id = f"call_{uuid.uuid4().hex[:16]}"
+        answer: queue.Queue = queue.Queue(maxsize=1)
+        self._answers[call_id] = answer
+        self.on_call(call_id, call)
+        try:
+            return answer.get(timeout=self.timeout_s)
+        except queue.Empty:
+            return f'{{"error": "the client sent no output for call {call_id} within {self.timeout_s:g} s"}}'
+        finally:
+            self._answers.pop(call_id, None)
+
+    def answer(self, call_id: str, output: str) -> bool:
+        """Deliver the client's output for ``call_id``; False when no call of that id is waiting."""
+        waiting = self._answers.get(call_id)
+        if waiting is None:
+            return False
+        waiting.put_nowait(output)
+        return True
+
+
+class ServedSession:
+    """One client's session (see the module docstring). ``on_unit(UnitReport)`` as soon as a unit is decided,
+    ``on_speech(unit, samples, sample_rate)`` once a talker has spoken it, ``on_call(call_id, call)`` and
+    ``on_end(error or None)`` are called from the session's thread."""
+
+    def __init__(self, model: ServedModel, session_id: str, on_unit, on_call, on_end, system_prompt: str | None = None,
+                 tools: tuple = (), max_ahead_s: float = 30.0, tool_timeout_s: float = TOOL_TIMEOUT_S, on_speech=None):
+        self.model = model
+        self.session = Session(session_id, "live", LIVE_AUDIO_PATH, MAX_SESSION_S,
+                               system_prompt=system_prompt, tools=tuple(tools))
+        self.audio = LiveAudio(max_ahead_s=max_ahead_s)
+        self.tools = ClientTools(on_call, tool_timeout_s)
+        self.on_unit = on_unit
+        self.on_speech = on_speech
+        self.on_end = on_end
+        self.units: list[UnitReport] = []
+        self._thread: threading.Thread | None = None
+
+    def configure(self, system_prompt: str | None = None, tools: tuple | None = None) -> None:
+        """Change the prompt or tools before the session starts (``session.update``)."""
+        if self._thread is not None:
+            raise RuntimeError("the session has started: its prompt and tools are fixed")
+        changes = {k: v for k, v in (("system_prompt", system_prompt), ("tools", tools)) if v is not None}
+        if "tools" in changes:
+            changes["tools"] = tuple(changes["tools"])
+        from dataclasses import replace
+
+        self.session = replace(self.session, **changes)
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"ticktock-session-{self.session.session_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """End the audio and wait for the session's thread (it ends after its current unit)."""
+        self.audio.end()
+        if self._thread is None:
+            self.on_end(None)  # no audio ever came: the session ends here
+        else:
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        error = None
+        try:
+            engine = self.model.engine(self.audio, self.tools)
+            engine.replay(self.session, self.audio, on_decided=self._report, on_spoken=self._speech)
+        except Exception as err:  # the session fails alone: the server reports it and serves the others
+            error = err
+        finally:
+            self.on_end(error)
+
+    def _words(self, output) -> str:
+        """The words a unit says (its spoken tokens decoded as they are, spaces kept, so units join into the reply)."""
+        from ticktock.adapters.base import spoken_tokens
+
+        ids = spoken_tokens(output, self.model.adapter.protocol)
+        return self.model.adapter.decode_tokens(ids) if ids else ""
+
+    def _report(self, chunk: ChunkTrace) -> None:
+        index = chunk.span.index
+        arrived = self.audio.completed_at(index)
+        served_ms = (time.perf_counter() - arrived) * 1000.0 if arrived is not None else float("nan")
+        counters = chunk.counters
+        offered = counters.draft_tokens > 0 or counters.window_forwards > 0
+        report = UnitReport(
+            index=index, decision="listen" if chunk.kind in ("listen", "other") else "speak", kind=chunk.kind,
+            text=self.model.adapter.decode_tokens(chunk.output), spoken=self._words(chunk.output),
+            served_ms=served_ms, post_audio_ms=chunk.timing.latency_ms, deadline_miss=chunk.timing.missed_deadline,
+            draft_accepted=(counters.accepted_draft_tokens > 0) if offered else None,
+            accepted_draft_tokens=counters.accepted_draft_tokens, output_tokens=list(chunk.output))
+        self.units.append(report)
+        self.on_unit(report)
+
+    def _speech(self, chunk: ChunkTrace) -> None:
+        """The unit's speech, once its talker has synthesized it: ``on_speech(unit, samples, sample_rate)``."""
+        piece = chunk.speech
+        if self.on_speech is not None and piece is not None and piece.samples is not None and len(piece.samples):
+            self.on_speech(chunk.span.index, piece.samples, piece.sample_rate)
