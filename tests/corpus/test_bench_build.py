@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -174,3 +175,23 @@ def test_offline_when_unreachable_switches_the_hub_off_only_inside_the_block(mon
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # the user's offline mode: no request, nothing changed
     with offline_when_unreachable() as why:
         assert why is None and offline_reason() == "offline mode is on"
+
+
+def test_convert_and_task_hf_from_a_hub_id_when_the_hub_cannot_be_reached_are_one_line(tmp_path):
+    """The same quick answer for ``ticktock convert --src HUB_ID`` and ``task=hf task.dataset=HUB_ID``: one line, no
+    retry warnings, in seconds rather than half a minute."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "TICKTOCK_"))}
+    environment.update(HF_HOME=str(tmp_path / "hf-home"), HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_ETAG_TIMEOUT="5")
+    commands = {
+        "convert": ["ticktock.corpus.convert", "voicebench_alpacaeval", "--src", "someone/voicebench-copy", "--out",
+                    "out"],
+        "task=hf": ["ticktock.run", "task=hf", "task.dataset=someone/tickbench", "progress=false",
+                    f"hydra.run.dir={tmp_path / 'run'}"],
+    }
+    for name, args in commands.items():
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120,
+                              env=environment, cwd=tmp_path)
+        assert done.returncode == 3 and len(done.stderr.splitlines()) == 1, (name, done.stderr[-3000:])
+        assert done.stderr.startswith("ticktock: error: someone/") and "cannot be reached" in done.stderr, done.stderr
+        assert time.monotonic() - began < 60, name

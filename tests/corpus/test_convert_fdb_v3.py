@@ -268,9 +268,9 @@ def test_deep_metadata_and_a_disfluency_string_are_named_in_one_line(source, tmp
     (folder / "metadata.json").write_text(json.dumps({**SHOP, "state_rollback_details": {"original_param": [[[[[1]]]]]}}))
     assert convert("fdb_v3", source, out, warn=quiet).sessions  # a few levels deeper than the published shape: fine
     (folder / "metadata.json").write_text(json.dumps({**SHOP, "disfluency_features": "FILLER"}))
-    assert cli(["fdb_v3", "--src", str(source), "--out", str(tmp_path / "other")]) == 1
+    assert command_exit(cli, ["fdb_v3", "--src", str(source), "--out", str(tmp_path / "other")]) == 3
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {folder / 'metadata.json'}: 'disfluency_features' must be a list of names (e.g. [\"FILLER\", "
+        f"ticktock: error: {folder / 'metadata.json'}: 'disfluency_features' must be a list of names (e.g. [\"FILLER\", "
         "\"PAUSE\"]), got 'FILLER'"]
     (folder / "metadata.json").write_text(json.dumps({**SHOP, "disfluency_features": ["FILLER", 3]}))
     with pytest.raises(ConvertError, match=r"metadata.json: 'disfluency_features' must be a list of names"):
@@ -320,3 +320,12 @@ def test_absurd_numbers_are_refused_before_any_work(argv, line, source, tmp_path
     assert not (tmp_path / "out").exists()
     with pytest.raises(ConvertError, match=r"--lead-s must be a finite number from 0 to 60 seconds, got nan"):
         convert("fdb_v3", source, tmp_path / "out", lead_s=float("nan"))
+
+
+def command_exit(cli, argv) -> int:
+    """The exit code of the converter's command line as a user runs it (``ticktock: error: ...`` on one line)."""
+    from ticktock.errors import user_errors
+
+    with pytest.raises(SystemExit) as done, user_errors():
+        cli(argv)
+    return done.value.code

@@ -164,8 +164,10 @@ def test_cli_reports_clipped_and_silent_audio(source, tmp_path, capsys):
 
 
 def test_cli_error_exit(tmp_path, capsys):
-    assert cli(["openaudiobench", "--src", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
-    assert "error: " in capsys.readouterr().err
+    from test_convert_fdb_v3 import command_exit
+
+    assert command_exit(cli, ["openaudiobench", "--src", str(tmp_path), "--out", str(tmp_path / "out")]) == 3
+    assert capsys.readouterr().err.startswith("ticktock: error: ")
     assert not (tmp_path / "out" / "manifest.jsonl").exists()
 
 

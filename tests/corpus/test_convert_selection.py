@@ -61,7 +61,9 @@ def test_cli_per_task_and_selection_files(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "selection mine: session web_questions-0099 is not in" in captured.err
     assert "warnings         selection=1" in captured.out
-    with pytest.raises(SystemExit, match="exclude each other"):
+    from ticktock.corpus.convert import ConvertOptionError
+
+    with pytest.raises(ConvertOptionError, match="exclude each other"):  # exit 2
         cli(["openaudiobench", "--src", str(source), "--out", str(tmp_path / "d"), "--selection", "ticktock_bench",
              "--per-task", "3"])
 
@@ -80,5 +82,7 @@ def test_check_prints_statistics_and_warnings_and_writes_nothing(tmp_path, capsy
     assert "turns=    2 tool_calls=   0" in lines[0]
     assert "total            sessions=   4" in lines[-2] and "nothing written" in lines[-2]
     assert lines[-1] == "warnings         silent=1"
-    with pytest.raises(SystemExit, match="--out is required"):
+    from ticktock.corpus.convert import ConvertOptionError
+
+    with pytest.raises(ConvertOptionError, match="--out is required"):  # exit 2
         cli(["openaudiobench", "--src", str(source)])

@@ -120,7 +120,10 @@ def test_a_hub_id_offline_and_not_cached_is_one_line(tmp_path, monkeypatch, caps
                                               r"Hugging Face cache and offline mode is on; fetch it once online with: "
                                               r"ticktock bench fetch voicebench_alpacaeval$"):
         convert("voicebench_alpacaeval", "hlt-lab/voicebench", tmp_path / "out")
-    assert cli(["voicebench_alpacaeval", "--src", "someone/voicebench-copy", "--out", str(tmp_path / "out")]) == 1
+    from test_convert_fdb_v3 import command_exit
+
+    assert command_exit(cli, ["voicebench_alpacaeval", "--src", "someone/voicebench-copy", "--out",
+                              str(tmp_path / "out")]) == 3
     err = capsys.readouterr().err
     assert err.endswith("fetch it once online with: ticktock bench fetch voicebench_alpacaeval "
                         "--src voicebench_alpacaeval=someone/voicebench-copy\n") and err.count("\n") == 1, err

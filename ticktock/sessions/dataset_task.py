@@ -99,9 +99,10 @@ class DatasetTask:
 
     def parts(self) -> Iterator[tuple[str, Any]]:
         """``(label, rows)`` per config read: the label names dataset, config and split for messages."""
-        from ticktock.sessions.hub import quiet
+        from ticktock.sessions.hub import hub_reads, quiet
 
-        with quiet():
+        hub = [] if self.local_folder() else [self.dataset]  # a Hub id and no Hub: the cache at once, no retries
+        with quiet(), hub_reads(hub):
             if self.saved_to_disk():
                 yield f"{self.dataset}: split {self.split}", checked(self.from_disk(), f"{self.dataset}: split "
                                                                                        f"{self.split}")
@@ -159,14 +160,14 @@ class DatasetTask:
     def unavailable(self, err: BaseException) -> DatasetError:
         """The one-line error for a dataset ``datasets`` could not open: a folder that is not there, a Hub dataset
         not cached while offline (with the command that fetches it), or what ``datasets`` said."""
-        from ticktock.sessions.hub import is_hub_id, offline
+        from ticktock.sessions.hub import is_hub_id, offline, offline_reason
 
         text = str(err).splitlines()[0] if str(err) else type(err).__name__
         if not is_hub_id(self.dataset) and not Path(self.dataset).exists():
             return DatasetError(f"{self.dataset}: no such folder (task.dataset is a folder or a Hub id owner/name)")
         if is_hub_id(self.dataset) and offline():
-            return DatasetError(f"{self.dataset}: not a folder, and not in the local Hugging Face cache while offline "
-                                f"mode is on ({text}); fetch it once online with: hf download {self.dataset} "
+            return DatasetError(f"{self.dataset}: not a folder, and not in the local Hugging Face cache while "
+                                f"{offline_reason()} ({text}); fetch it once online with: hf download {self.dataset} "
                                 f"--repo-type dataset --local-dir DIR, then task.dataset=DIR")
         return DatasetError(f"{self.dataset}: cannot read the dataset ({type(err).__name__}: {text})")
 

@@ -15,9 +15,9 @@ Example::
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager, Iterable, Iterator
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -101,3 +101,13 @@ def quiet() -> Iterator[None]:
         hub_logging.set_verbosity(hub_level)
         if not bars_off:
             enable_progress_bars()
+
+
+def hub_reads(sources: Iterable) -> ContextManager:
+    """Around reading ``sources`` (Hub ids or folders; None entries ignored): when one is a Hub id, the Hub is asked
+    once whether it can be reached (``offline_when_unreachable``: when not, the caches are read at once, with no
+    retries and no warning lines); a download from a reachable Hub keeps its progress bars. ``bench build``,
+    ``convert`` and ``task=hf`` read through it."""
+    if any(src is not None and is_hub_id(str(src)) for src in sources):
+        return offline_when_unreachable()
+    return nullcontext()

@@ -76,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from ticktock.corpus.bench.build import hub_reads
+    from ticktock.sessions.hub import hub_reads
     from ticktock.corpus.bench.sources import fetch, locations
 
     chosen = source_folders(args.src)

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ContextManager
 
 from ticktock.corpus.bench import BenchError
 from ticktock.corpus.bench.sources import FDB_DOWNLOADS, SOURCE_TASKS, locations
 from ticktock.corpus.convert import ConvertError
+from ticktock.sessions.hub import hub_reads
 
 PAPER = {"tasks": 8, "sessions": 760, "chunks": 15_883}  # the paper's totals (its Table 1); no per-task counts
 
@@ -76,17 +75,6 @@ def build(out: Path, chosen: dict[str, str], selection: str | None = "ticktock_b
         remove_empty_folders([folder for folder in reversed(folders) if folder not in existed])
         raise BenchError(f"{out}: nothing built: {why_nothing(results)}")
     return Build(out, results, targets(picked))
-
-
-def hub_reads(sources) -> ContextManager:
-    """Around reading ``sources`` (Hub ids or folders): when one is a Hub id, the Hub is asked once whether it can be
-    reached (``offline_when_unreachable``: when not, the caches are read at once, with no retries and no warning
-    lines); a download from a reachable Hub keeps its progress bars."""
-    from ticktock.sessions.hub import is_hub_id, offline_when_unreachable
-
-    if any(src is not None and is_hub_id(src) for src in sources):
-        return offline_when_unreachable()
-    return nullcontext()
 
 
 def why_nothing(results: list[SourceResult]) -> str:

@@ -49,6 +49,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ticktock.errors import ConfigError, InputDataError
+
 if TYPE_CHECKING:
     from ticktock.corpus.convert.selection import Selection
     from ticktock.corpus.output_folder import MadeBy
@@ -61,8 +63,12 @@ MAX_LIMIT = 10_000_000
 MAX_JSON_DEPTH = 64  # nesting of a metadata file; deeper is refused (it would overflow Python's stack later)
 
 
-class ConvertError(ValueError):
-    """A source file is missing, unreadable or not in the published layout; the message names the file."""
+class ConvertError(InputDataError, ValueError):
+    """A source file is missing, unreadable or not in the published layout; the message names the file (exit 3)."""
+
+
+class ConvertOptionError(ConfigError):
+    """The converter's options cannot work together (exit 2); the message names the option."""
 
 
 @dataclass(frozen=True)

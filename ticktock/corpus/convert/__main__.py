@@ -13,8 +13,8 @@ DIR/manifest.jsonl and DIR/audio/<session_id>.flac (16 kHz mono). ``--src`` of o
 big_bench_audio may be a Hub id (read through the Hugging Face cache; offline, a source not cached is one line naming
 the command that fetches it, ``ticktock.corpus.convert.hub``); nothing else is downloaded. Problems that do
 not stop the conversion (clipped or silent audio, ...) are printed as "warning: FILE: ..." lines and
-counted in the summary; a missing or corrupt source file stops it with "error: FILE: ..." (exit status 1)
-and leaves nothing behind in DIR. A DIR that is the source, or that already holds another corpus, is refused
+counted in the summary; a missing or corrupt source file stops it with "ticktock: error: FILE: ..." (exit status
+3) and leaves nothing behind in DIR; options that cannot work together are one line too (exit status 2). A DIR that is the source, or that already holds another corpus, is refused
 before any work (``ticktock: error: DIR: ...``, exit status 4) unless ``--overwrite`` (never over the source).
 ``--check`` reads and analyses the copy the same way and prints its statistics and every warning, but writes
 nothing (``--out`` is not needed).
@@ -30,8 +30,10 @@ from collections import Counter
 from typing import Sequence
 
 from ticktock.corpus.arguments import real_number, whole_number
-from ticktock.corpus.convert import LEAD_S_RANGE, MAX_LIMIT, SOURCES, TAIL_S_RANGE, ConvertError, check, convert
+from ticktock.corpus.convert import (LEAD_S_RANGE, MAX_LIMIT, SOURCES, TAIL_S_RANGE, ConvertOptionError, check,
+                                     convert)
 from ticktock.corpus.convert.selection import Selection, load_selection
+from ticktock.sessions.hub import hub_reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +71,7 @@ def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         role, sep, name = pair.partition("=")
         if not sep or not role.strip() or not name.strip():
-            raise SystemExit(f"--column: expected ROLE=NAME, got {pair!r}")
+            raise ConvertOptionError(f"--column: expected ROLE=NAME, got {pair!r}")
         columns[role.strip()] = name.strip()
     return columns
 
@@ -77,9 +79,9 @@ def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
 def selection_of(args: argparse.Namespace) -> Selection | None:
     """The selection the options ask for (``--selection`` or ``--per-task``), or None."""
     if args.selection and args.per_task is not None:
-        raise SystemExit("--selection and --per-task exclude each other (a selection config sets per_task)")
+        raise ConvertOptionError("--selection and --per-task exclude each other (a selection config sets per_task)")
     if args.per_task is not None and args.per_task < 1:
-        raise SystemExit(f"--per-task must be >= 1, got {args.per_task}")
+        raise ConvertOptionError(f"--per-task must be >= 1, got {args.per_task}")
     if args.selection:
         return load_selection(args.selection)
     if args.per_task is not None:
@@ -90,19 +92,15 @@ def selection_of(args: argparse.Namespace) -> Selection | None:
 def main(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if not args.check and not args.out:
-        raise SystemExit("--out is required (or --check, which writes nothing)")
+        raise ConvertOptionError("--out is required (or --check, which writes nothing)")
     subsets = [s.strip() for s in args.subsets.split(",") if s.strip()] if args.subsets else None
-    try:
-        options = dict(limit=args.limit, subsets=subsets, lead_s=args.lead_s, tail_unknown_s=args.tail_s,
-                       columns=parse_columns(args.column), backchannel_gt=args.backchannel_gt,
-                       selection=selection_of(args))
+    options = dict(limit=args.limit, subsets=subsets, lead_s=args.lead_s, tail_unknown_s=args.tail_s,
+                   columns=parse_columns(args.column), backchannel_gt=args.backchannel_gt, selection=selection_of(args))
+    with hub_reads([args.src]):  # a Hub id and no Hub: the cache at once, not half a minute of retry warnings
         if args.check:
             result = check(args.source, args.src, **options)
-        else:
+        else:  # a ConvertError (exit 3) or a refused output folder (exit 4) is one line: ``ticktock: error: ...``
             result = convert(args.source, args.src, args.out, overwrite=args.overwrite, **options)
-    except ConvertError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
     print(check_report(result, time.perf_counter() - started) if args.check
           else summary(result, time.perf_counter() - started))
     return 0
