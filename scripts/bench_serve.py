@@ -79,7 +79,7 @@ def in_process(model, session, samples, units: int) -> dict[int, tuple[float, st
     from ticktock.replay.injection import ToolCallInjector
     from ticktock.world.mock_tools import MockToolExecutor
 
-    engine = ReplayEngine(model.adapter, model._build(model.cfg.decoder), WallClock(model.adapter.synchronize),
+    engine = ReplayEngine(model.adapter, model.decoder(), WallClock(model.adapter.synchronize),
                           model.sampling, ToolCallInjector(MockToolExecutor()), units)
     trace = engine.replay(session, samples)
     return {c.span.index: (c.timing.latency_ms, c.kind) for c in trace.chunks}
@@ -132,14 +132,14 @@ def main(argv=None) -> int:
     from ticktock.serve.session import ServedModel
     from ticktock.sessions.audio import load_audio
 
+    import torch
+
+    torch.set_num_threads(1)  # the server's sessions and this client share the machine: one thread each, measured alone
     chosen = sessions(args.sessions)
     rows = {d: [] for d in args.decoders}  # (client_ms, server_ms, in-process ms, kind)
     for run in range(args.runs):
         for decoder in args.decoders:
-            cfg = compose_serve([f"decoder={decoder}", "serve.port=0", "progress=false", "threads=1"])
-            import torch
-
-            torch.set_num_threads(1)
+            cfg = compose_serve([f"decoder={decoder}", "serve.port=0", "progress=false"])
             model = ServedModel(cfg)
             with serving_in_thread(Server(model, ServeOptions.parse(cfg.serve)), decoder) as port:
                 for session in chosen:

@@ -261,7 +261,7 @@ def test_x_ar_across_different_session_sets_is_not_shown_and_a_note_says_why(tmp
         ("ar", 1, set_label("a", "b")), ("speclisten", 2, set_label("a", "b", "c", "d"))]
     assert records[0]["x AR"] == 1.0 and math.isnan(records[1]["x AR"])
     assert table.formatted()["x AR"].tolist() == ["1.00", "–"]
-    assert any(n.startswith(f"not compared: speclisten (m / modeled:test-profile") and
+    assert any(n.startswith("not compared: speclisten (m / modeled:test-profile") and
                f"found its capacity on {set_label('a', 'b', 'c', 'd')}, ar on {set_label('a', 'b')}: x AR is not shown" in n
                for n in table.notes)
     assert "capacity" in [t.key for t in build_tables(results).tables]  # flagged, not a failure of the whole command

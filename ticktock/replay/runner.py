@@ -32,6 +32,7 @@ from ticktock.sessions.manifest import AUDIO_DURATION_POLICIES, check_audio_dura
 from ticktock.replay.resources import register_resolver, resource_path
 from ticktock.replay.shards import ShardPlan, ShardSpec
 from ticktock.replay.watchdog import check_watchdog
+from ticktock.sessions.tasks import check_task_options
 
 register_resolver()
 
@@ -125,8 +126,6 @@ def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
     check_threads(cfg.get("threads"))
     check_device(cfg.get("device"), available=on_this_machine)
     check_watchdog(cfg.get("watchdog"))  # watchdog.chunk_s: null or a number of seconds > 0
-    from ticktock.sessions.tasks import check_task_options
-
     check_task_options(cfg.get("task"))  # task=hf: task.dataset given, task.streaming a flag, task.audio_cache a folder
     from ticktock.plugins import check_used
 
@@ -618,6 +617,7 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     import torch
 
     from ticktock.plugins import used_by
+    from ticktock.replay.concurrency import ConcurrencySettings, check_sessions_replayed
     from ticktock.results.fingerprint import profile_sha256
     from ticktock.results.liveness import Heartbeat, heartbeat
     from ticktock.results.runjson import accumulate_shared_device
@@ -629,8 +629,8 @@ def replay_run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     torch.manual_seed(cfg.seed)
     task = build(cfg.task)
     sessions = select_sessions(cfg, task)
-    from ticktock.replay.concurrency import ConcurrencySettings, check_sessions_replayed  # N <= sessions, before the model
-    check_sessions_replayed(ConcurrencySettings.parse(cfg.get("concurrency")), len(shard_sessions(cfg, sessions, {})[0]))
+    check_sessions_replayed(ConcurrencySettings.parse(cfg.get("concurrency")),  # N <= sessions, before the model
+                            len(shard_sessions(cfg, sessions, {})[0]))  # (which shard keeps a session: not the identity)
     engine = build_engine(cfg, task)
     ident = {**identity(cfg), "weights": engine.adapter.describe().get("weights_fingerprint"), **talker_identity(engine)}
     sessions, shard = shard_sessions(cfg, sessions, ident)

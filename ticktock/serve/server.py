@@ -403,10 +403,6 @@ class Server:
         protocol.AudioClear: on_not_in_duplex, protocol.ResponseCancel: on_not_in_duplex,
     }
 
-    def describe(self) -> dict:
-        return {"model": self.model.adapter.name, "decoder": self.model.cfg.decoder.name,
-                "max_sessions": self.options.max_sessions}
-
     async def close_all(self, app: web.Application) -> None:
         """On shutdown (Ctrl-C): every open session is told ``session.closed`` and its connection closed."""
         for connection in list(self.connections):

@@ -30,11 +30,11 @@ import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from ticktock.replay.engine import ChunkTrace
+from ticktock.replay.engine import ChunkTrace, ReplayEngine
 from ticktock.serve.live import DeviceQueue, LiveAudio, LiveClock
 from ticktock.sessions.manifest import Session
 
@@ -80,15 +80,18 @@ class ServedModel:
         self.sampling = Sampling(seed=cfg.seed, **cfg.sampling)
         self._build = build
 
+    def decoder(self):
+        """A fresh decoder of the config's ``decoder`` (each session has its own: decoders keep per-session state)."""
+        return self._build(self.cfg.decoder)
+
     def engine(self, audio: LiveAudio, tools):
         """A replay engine for one session: a replica of the model, a fresh decoder, a live clock, its talker."""
-        from ticktock.replay.engine import ReplayEngine
         from ticktock.replay.injection import ToolCallInjector
         from ticktock.replay.runner import build_speech
 
         adapter = self.adapter.replica()
         clock = LiveClock(audio, self.device, adapter.synchronize)
-        return ReplayEngine(adapter, self._build(self.cfg.decoder), clock, self.sampling, ToolCallInjector(tools),
+        return ReplayEngine(adapter, self.decoder(), clock, self.sampling, ToolCallInjector(tools),
                             None, build_speech(self.cfg, clock))
 
 
@@ -148,8 +151,6 @@ class ServedSession:
         changes = {k: v for k, v in (("system_prompt", system_prompt), ("tools", tools)) if v is not None}
         if "tools" in changes:
             changes["tools"] = tuple(changes["tools"])
-        from dataclasses import replace
-
         self.session = replace(self.session, **changes)
 
     @property
