@@ -13,6 +13,12 @@ Run (about 20 minutes on 2 CPU cores with the defaults: 2 sessions per task, up 
 
     python scripts/bench_capacity.py --out results/capacity
     python scripts/bench_capacity.py --decoders ar,speclisten --batching false --limit 8 clock=wall
+
+Against a running server (docs/endpoints.md), each N is a live run of ``concurrency.sessions=N`` sessions held at once;
+the server's own decoder is measured (``--decoders`` only names the folders: one name per server)::
+
+    python scripts/bench_capacity.py --model endpoint --decoders ar --batching false --limit 8 \
+        model.url=ws://127.0.0.1:8099/v1/realtime
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ticktock.corpus.arguments import whole_number
+from ticktock.endpoints.run import is_endpoint, run_live
 from ticktock.errors import ConfigError, user_errors
 from ticktock.replay.runner import build, check_run_options, compose_run, run, select_sessions
 from ticktock.tables.build import FIGURE_TABLES
@@ -43,7 +50,8 @@ def passes(decoder: str, batching: bool, args):
     """``passes(N)`` for ``search_capacity``: replay N sessions at once (resuming the run folder), judge its chunks."""
     def judge(n: int) -> bool:
         cfg = compose_run(decoder, args.model, args.per_task or None, overrides(n, batching, args))
-        folder = run(cfg, Path(args.out) / f"{decoder}-N{n}-b{int(batching)}").run_dir
+        replay = run_live if is_endpoint(cfg) else run  # a live endpoint (--model endpoint) or the model in process
+        folder = replay(cfg, Path(args.out) / f"{decoder}-N{n}-b{int(batching)}").run_dir
         result = verdict(pq.read_table(folder / "chunks.parquet").to_pandas())
         onset = f"{result.p95_onset_ms:.0f} ms over {result.onsets} onsets" if result.onsets else "none (no onsets)"
         print(f"  {decoder} N={n} batching={str(batching).lower()}: miss {result.miss_rate:.1%}, p95 onset {onset}: "

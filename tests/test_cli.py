@@ -33,7 +33,7 @@ def test_smoke_run_then_resume(tmp_path, small_manifest):
     chunks = pq.read_table(run_dir / "chunks.parquet").to_pandas()
     assert len(chunks) == 8 and set(chunks.decoder) == {"ar"} and set(chunks.clock) == {"modeled"}
     meta = json.loads((run_dir / "run.json").read_text())
-    assert meta["status"] == "complete" and meta["schema_version"] == SCHEMA_VERSION == 7 and meta["environment"]["versions"]["torch"]
+    assert meta["status"] == "complete" and meta["schema_version"] == SCHEMA_VERSION == 8 and meta["environment"]["versions"]["torch"]
     second = run_cli(*common(small_manifest, run_dir), "limit.chunks=4")  # resume: only the third session runs
     assert second.returncode == 0, second.stderr[-2000:]
     assert "3 sessions (0 skipped), 12 chunks" in second.stdout

@@ -14,7 +14,9 @@ cannot slip into the docs untested, and a rule no command uses fails too. How a 
 - ``STAND_IN``: a download (``hf download``) is not run; a stand-in writes what it would write (a miniature
   checkpoint in the real layout, from ``ticktock.miniatures``);
 - ``ENV``: ``export NAME=VALUE``, evaluated by bash into the environment of the page's later commands;
-- ``CI``: the test command of the README, which is this suite: ``.ci/run`` must run exactly that line.
+- ``CI``: the test command of the README, which is this suite: ``.ci/run`` must run exactly that line;
+- ``GPU``: a command that needs a CUDA GPU and is not a Hydra command (a model server): not run; its ``needs``
+  check what it reads (the deploy file vLLM-Omni ships).
 
 A rule's ``needs`` prepares what the docs tell the user to have first, by writing it where the command reads it:
 the main job's results, small copies of the published datasets in their released layouts (written by the
@@ -44,6 +46,7 @@ VENV = Path(sys.prefix)  # the environment running the tests: `python`, `ticktoc
 LINKED = ("scripts", "configs", "manifests")  # what a command typed in the checkout finds beside it
 
 RUN, LIMIT, COMPOSE, STAND_IN, ENV, CI, ELSEWHERE = "run", "limit", "compose", "stand-in", "env", "ci", "elsewhere"
+GPU = "gpu"
 SETUP = re.compile(r"python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[([a-z,-]+)\]'(?: -e [\w./-]+)* && (?P<rest>.+)")
 ONE_SESSION = "limit.sessions=1 limit.chunks=4"
 TWO_SESSIONS = "limit.sessions=2 limit.chunks=2"
@@ -197,6 +200,31 @@ RULES: dict[str, Rule] = {
     # docs/errors.md
     "python -m ticktock.run limit.sessions=-1":
         Rule(RUN, exit_code=2, says="ticktock: error: limit.sessions: must be null or an integer >= 1, got -1"),
+    # docs/endpoints.md (and the README)
+    "python -m ticktock.serve decoder=ar serve.port=8099":
+        Rule(ELSEWHERE, where="tests/endpoints/test_endpoints_quickstart.py",
+             why="the quick start's two terminals: a server runs until Ctrl-C, and the live run needs it"),
+    "python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:8099/v1/realtime limit.sessions=2":
+        Rule(ELSEWHERE, where="tests/endpoints/test_endpoints_quickstart.py", why="needs the quick start's server"),
+    "python -m ticktock.tables results/runs --out results/tables":
+        Rule(ELSEWHERE, where="tests/endpoints/test_endpoints_quickstart.py", why="reads the quick start's live run"),
+    "python -m ticktock.run model=endpoint protocol=openai_realtime model.url=ws://127.0.0.1:8099/v1/realtime "
+    "limit.sessions=2": Rule(ELSEWHERE, where="tests/endpoints/test_endpoints_quickstart.py",
+                             why="needs the quick start's server"),
+    "pip install vllm-omni==0.30.0":
+        Rule(STAND_IN, needs=("vllm-omni",),
+             why="on the GPU machine (it installs vLLM): CI installs the same release --no-deps, this checks it is"),
+    "vllm-omni serve openbmb/MiniCPM-o-4_5 --omni --deploy-config vllm_omni/deploy/minicpmo_4_5.yaml --port 8091":
+        Rule(GPU, needs=("vllm-omni deploy file",),
+             why="a CUDA GPU and the model's weights: the deploy file it reads is checked to say what the page says"),
+    "python -m ticktock.run model=endpoint model.url=ws://GPUHOST:8091/v1/realtime task=ticktock_bench":
+        Rule(COMPOSE, why="a vLLM-Omni server on a GPU"),
+    "python -m ticktock.run -m model=endpoint model.url=ws://GPUHOST:8091/v1/realtime task=ticktock_bench "
+    "concurrency.sessions=1,2,4": Rule(COMPOSE, why="a vLLM-Omni server on a GPU"),
+    "python -m ticktock.run model=endpoint model.url=wss://GPUHOST/v1/realtime model.token_env=MY_TOKEN_VAR "
+    "task=fdb_v3": Rule(COMPOSE, why="a server behind a token"),
+    "python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:9/v1/realtime limit.sessions=1":
+        Rule(RUN, exit_code=5, says="ticktock: error: endpoint ws://127.0.0.1:9/v1/realtime?duplex=1: cannot connect"),
     # docs/embedded-model.md
     "python -m ticktock.corpus.synth --out my-corpus --seed 7 --sessions-per-task 95":
         Rule(LIMIT, "--sessions-per-task 1", why="760 sessions take most of an hour"),
@@ -489,7 +517,35 @@ def example_plugins(checkout: Checkout, shared_dir: Path) -> None:
         pytest.skip(message)
 
 
+def vllm_omni_release(checkout: Checkout, shared_dir: Path) -> None:
+    """The vLLM-Omni release docs/endpoints.md installs is the one CI installs (``--no-deps``; elsewhere skipped)."""
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("vllm-omni")
+    except metadata.PackageNotFoundError:
+        if os.environ.get("CI"):
+            pytest.fail("vllm-omni is not installed: CI must install it before the tests")
+        pytest.skip("vllm-omni is not installed (pip install --no-deps vllm-omni==0.30.0)")
+    shown = re.search(r"pip install vllm-omni==(\S+)", (ROOT / "docs" / "endpoints.md").read_text(encoding="utf-8"))
+    assert shown and shown.group(1) == installed, f"docs/endpoints.md installs {shown and shown.group(1)}, CI {installed}"
+
+
+def vllm_omni_deploy_file(checkout: Checkout, shared_dir: Path) -> None:
+    """The MiniCPM-o 4.5 deploy file that ``vllm-omni serve --deploy-config`` reads serves duplex sessions, 4 at once,
+    as docs/endpoints.md says."""
+    import importlib.util
+
+    import yaml
+
+    vllm_omni_release(checkout, shared_dir)
+    (package,) = importlib.util.find_spec("vllm_omni").submodule_search_locations
+    deploy = yaml.safe_load((Path(package) / "deploy" / "minicpmo_4_5.yaml").read_text(encoding="utf-8"))
+    assert deploy["session_mode"] == "duplex" and deploy["duplex_session"]["max_sessions"] == 4, deploy
+
+
 NEEDS = {"main results": lambda checkout, shared_dir: copy_main_results(checkout, shared_dir),
+         "vllm-omni": vllm_omni_release, "vllm-omni deploy file": vllm_omni_deploy_file,
          "paper-grid sweeps": paper_grid_sweeps, "downloads": downloads,
          "gander miniature": gander_miniature, "gander base": gander_base, "judge model": judge_model,
          "example plug-ins": example_plugins}
@@ -572,4 +628,4 @@ def test_page_commands_run(page, tmp_path, shared_dir):
         elif rule.how == ELSEWHERE:
             assert command.text in (ROOT / rule.where).read_text(encoding="utf-8"), f"{rule.where} runs no {command}"
         else:
-            assert rule.how in (STAND_IN, CI), rule
+            assert rule.how in (STAND_IN, CI, GPU), rule

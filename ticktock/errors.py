@@ -42,6 +42,7 @@ from typing import Callable, Iterator
 EXIT_CONFIG = 2
 EXIT_INPUT_DATA = 3
 EXIT_RUN_FOLDER = 4
+EXIT_ENDPOINT = 5  # a live endpoint cannot be reached, or refuses the session (ticktock.endpoints)
 EXIT_INTERRUPTED = 130
 DEBUG_VARIABLE = "TICKTOCK_DEBUG"
 

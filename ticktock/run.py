@@ -11,7 +11,8 @@ Each run writes chunks/sessions/forwards parquet tables and run.json into its Hy
 (``ticktock.results.writer``) and prints a one-line summary. The run itself is ``ticktock.replay.runner.run``.
 An expected error (a bad option, manifest line, audio file or profile; a run-folder clash) prints one line
 ``ticktock: error: ...`` and exits with its code; Ctrl-C says how many sessions were kept and exits 130
-(``ticktock.errors``; ``TICKTOCK_DEBUG=1`` shows tracebacks). A sweep (``-m``) checks every job's options before it
+(``ticktock.errors``; ``TICKTOCK_DEBUG=1`` shows tracebacks). With ``model=endpoint`` the sessions are replayed into a
+running server instead (``ticktock.endpoints.run.run_live``, docs/endpoints.md). A sweep (``-m``) checks every job's options before it
 launches any, and a job that fails does not stop the others (``ticktock.replay.sweeps``).
 """
 
@@ -23,6 +24,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from ticktock.endpoints.run import is_endpoint, run_live
 from ticktock.errors import user_errors
 from ticktock.plugins import register_selected
 from ticktock.replay.resources import register_resolver, resource_path
@@ -40,7 +42,8 @@ def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     with user_errors(interrupted=lambda: interrupted_note([run_dir])):  # inside Hydra: it would print a traceback
         with job_errors(HydraConfig.get()):  # in a sweep: one line, and the other jobs go on
-            print(run(cfg, run_dir).line())
+            replay = run_live if is_endpoint(cfg) else run  # a live endpoint (model=endpoint), or a model in process
+            print(replay(cfg, run_dir).line())
 
 
 HYDRA_FLAGS_WITHOUT_CHECK = ("-h", "--help", "--hydra-help", "--info", "-i", "-c", "--cfg", "-p", "--package", "-sc",

@@ -89,11 +89,18 @@ def test_fetch_names_what_it_cannot_fetch(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out == f"openaudiobench         {copy}: 4 items, a local copy\n"
 
 
+def user_environment(tmp_path, **env) -> dict[str, str]:
+    """This process's environment as a user's shell has it: its own empty Hugging Face caches and no offline switch
+    (``HF_HUB_OFFLINE``, nor ``TRANSFORMERS_OFFLINE``, which ``huggingface_hub`` also reads; CI sets both), unless
+    ``env`` sets one."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("HF_", "TICKTOCK_")) and key != "TRANSFORMERS_OFFLINE"}
+    return {**environment, "HF_HOME": str(tmp_path / "hf-home"), **env}
+
+
 def bench_process(args: list[str], tmp_path, **env) -> subprocess.CompletedProcess:
-    """``python -m ticktock.corpus.bench ARGS`` in a subprocess, with its own empty Hugging Face caches and no
-    ``HF_HUB_OFFLINE`` (unless ``env`` sets it), as a user types it."""
-    environment = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "TICKTOCK_"))}
-    environment.update(HF_HOME=str(tmp_path / "hf-home"), **env)
+    """``python -m ticktock.corpus.bench ARGS`` in a subprocess, in ``user_environment``, as a user types it."""
+    environment = user_environment(tmp_path, **env)
     return subprocess.run([sys.executable, "-m", "ticktock.corpus.bench", *args], capture_output=True, text=True,
                           timeout=120, env=environment, cwd=tmp_path)
 
@@ -180,8 +187,7 @@ def test_offline_when_unreachable_switches_the_hub_off_only_inside_the_block(mon
 def test_convert_and_task_hf_from_a_hub_id_when_the_hub_cannot_be_reached_are_one_line(tmp_path):
     """The same quick answer for ``ticktock convert --src HUB_ID`` and ``task=hf task.dataset=HUB_ID``: one line, no
     retry warnings, in seconds rather than half a minute."""
-    environment = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "TICKTOCK_"))}
-    environment.update(HF_HOME=str(tmp_path / "hf-home"), HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_ETAG_TIMEOUT="5")
+    environment = user_environment(tmp_path, HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_ETAG_TIMEOUT="5")
     commands = {
         "convert": ["ticktock.corpus.convert", "voicebench_alpacaeval", "--src", "someone/voicebench-copy", "--out",
                     "out"],

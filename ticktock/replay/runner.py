@@ -92,6 +92,7 @@ def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
 
     ``limit.per_task`` / ``sessions`` / ``chunks``: null or an integer >= 1; ``overwrite``,
     ``skip_bad_sessions``, ``progress``: true or false; ``audio_duration``: ``check`` or ``trust_audio``;
+    ``playback_delay_ms``: 0 to 10000 (``check_playback_delay``);
     ``timing_noise.*`` (see ``configs/run.yaml``); ``seed`` and ``sampling.*`` (``Sampling``); the decoder's
     settings and the clock (a modeled clock's cost profile) by building them. Each problem is one
     ``ConfigError`` line naming the key, the value and what is allowed. Every number is finite and in a sane
@@ -120,6 +121,7 @@ def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
     if policy not in AUDIO_DURATION_POLICIES:
         raise RunOptionError(f"audio_duration: must be one of {', '.join(AUDIO_DURATION_POLICIES)}, got {policy!r}")
     _check_timing_noise(cfg.get("timing_noise") or {})
+    check_playback_delay(cfg.get("playback_delay_ms", 0))
     _check_sampling(cfg)
     ShardSpec.parse(cfg.get("shard"))
     _check_model_context(cfg.model)
@@ -212,6 +214,25 @@ def _check_model_context(model) -> None:
                              f"after an eviction), got {evict!r}")
 
 
+MAX_PLAYBACK_DELAY_MS = 10_000
+
+
+def check_playback_delay(delay) -> None:
+    """``playback_delay_ms``: the jitter buffer of the assistant's speech (``ticktock.results.playback``), a number of
+    milliseconds from 0 (play each reply as soon as its first piece is ready) to 10000.
+
+    >>> check_playback_delay(200)
+    >>> check_playback_delay(-5)
+    Traceback (most recent call last):
+    ...
+    ticktock.replay.runner.RunOptionError: playback_delay_ms: must be a number of milliseconds from 0 to 10000 (0: play as soon as ready), got -5
+    """
+    number = isinstance(delay, (int, float)) and not isinstance(delay, bool)
+    if not (number and 0 <= delay <= MAX_PLAYBACK_DELAY_MS):  # (NaN fails the comparison)
+        raise RunOptionError(f"playback_delay_ms: must be a number of milliseconds from 0 to {MAX_PLAYBACK_DELAY_MS} "
+                             f"(0: play as soon as ready), got {delay!r}")
+
+
 def _check_timing_noise(options) -> None:
     for key, least, allowed in (("repeats", 0, "an integer >= 0 (0: no probe)"), ("every", 1, "an integer >= 1")):
         if not _is_int(options.get(key, least), least):
@@ -264,7 +285,8 @@ def interrupted_note(run_dirs: list[Path]) -> str:
 def identity(cfg: DictConfig) -> dict:
     """What makes two runs the same run (resume is allowed only into a run with the same identity): the configs, and
     under ``plugins`` the plug-ins the run uses (``ticktock.plugins.used_by``: distribution, version, target and a
-    digest of their code; only where a plug-in is used, so the identity of a run without one is as before)."""
+    digest of their code; only where a plug-in is used, so the identity of a run without one is as before), and the
+    playback's jitter buffer ``playback_delay_ms`` where it is not 0 (runs from before it existed keep theirs)."""
     from ticktock.plugins import identity_of, used_by
 
     plain = OmegaConf.to_container(cfg, resolve=True)
@@ -279,6 +301,7 @@ def identity(cfg: DictConfig) -> dict:
         "chunks_limit": plain["limit"]["chunks"],
         "concurrency": plain.get("concurrency"),
         "draft_policy": _draft_policy_identity(plain),
+        **({"playback_delay_ms": float(plain["playback_delay_ms"])} if plain.get("playback_delay_ms") else {}),
         **({"talker": plain["talker"]} if (plain.get("talker") or {}).get("_target_") else {}),
         **({"shard": plain["shard"]} if ShardSpec.parse(plain.get("shard")).sharded else {}),
         **({"plugins": plugins} if plugins else {}),
@@ -502,6 +525,7 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
     from ticktock.replay.watchdog import ChunkTimeout, Watchdog
 
     skipped, fingerprints, profile_digest = [], {}, profile_sha256(engine.clock)
+    delay_ms = float(cfg.get("playback_delay_ms", 0))  # the jitter buffer of the speech's playback (0: none)
     failed = [] if failed is None else failed
     watchdog = Watchdog(check_watchdog(cfg.get("watchdog")))
     engine.watchdog = watchdog
@@ -518,8 +542,9 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, heartbeat=None,
 
     def write(trace) -> None:
         session_id = trace.session.session_id
-        chunks = chunk_rows(trace, labels, engine.adapter)
-        writer.write_session(session_id, chunks, {**session_row(trace, labels, chunks, engine.adapter),
+        chunks = chunk_rows(trace, labels, engine.adapter, playback_delay_ms=delay_ms)
+        writer.write_session(session_id, chunks, {**session_row(trace, labels, chunks, engine.adapter,
+                                                                playback_delay_ms=delay_ms),
                                                   **fingerprints.pop(session_id)}, forward_rows(trace, labels["run_id"]))
         if heartbeat is not None:
             heartbeat.session_done()
@@ -587,11 +612,20 @@ def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     """Replay every session of ``cfg.task`` into ``run_dir`` (resuming completed sessions), holding the folder's
     lock (``ticktock.results.lock``) for the whole run: a second writer into the folder is refused, and so is a folder
     that cannot be written (``ticktock.results.writable``: read-only, full), in one line."""
-    from ticktock.results.lock import RunLock
-    from ticktock.results.writable import check_writable, results_written
+    from ticktock.results.writable import check_writable
 
     check_run_options(cfg)
     check_writable(run_dir)  # a read-only folder: one line before any work
+    return holding_lock(cfg, run_dir, lambda: replay_run(cfg, run_dir))
+
+
+def holding_lock(cfg: DictConfig, run_dir: Path, work):
+    """``work()``'s result, called with the run folder made and its lock held (``ticktock.results.lock``: a second
+    writer is refused in one line; a stale lock of a process that died is taken over, said on stderr), the lock released
+    after it, also on an error or Ctrl-C."""
+    from ticktock.results.lock import RunLock
+    from ticktock.results.writable import results_written
+
     lock = RunLock(run_dir, lock_about(cfg))
     try:
         with results_written(run_dir):
@@ -599,7 +633,7 @@ def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
             lock.acquire()
         if lock.stale_note():
             print(lock.stale_note(), file=sys.stderr)
-        return replay_run(cfg, run_dir)
+        return work()
     finally:
         lock.release()
 

@@ -24,6 +24,20 @@ Example (1 s chunks; a reply of three pieces of 0.8 s, 1.8 s and 0.5 s, ready 30
 
 (piece 2 is ready at 2250 ms, 150 ms after piece 1 ended at 2100 ms: a stall; piece 3 is ready at 3900 ms but piece 2
 plays until 4050 ms, so it starts 1050 ms after its arrival, without a stall.)
+
+**Jitter buffer** (``delay_ms``, the run option ``playback_delay_ms``; 0: play as soon as ready, as above): a player
+may hold a reply back until some of its audio is buffered, as MiniCPM-o's demo front-end does. A reply's first sound
+then starts at the earliest time at which at least ``delay_ms`` of the reply's audio is ready (the lengths of its pieces
+ready by then, added up), or every piece of the reply is ready (a reply shorter than the buffer still plays), and never
+before its first piece is ready; its later pieces follow as above. The first audio comes later; the stalls shrink or
+vanish. The same reply with a 1000 ms buffer: piece 1 alone is 800 ms of audio, so the buffer fills when piece 2 is
+ready, at 2250 ms::
+
+    >>> [(p.start_ms, p.stall_ms, p.onset_ms) for p in place(pieces, delay_ms=1000.0)]
+    [(1250.0, 0.0, 1250.0), (1050.0, 0.0, None), (1850.0, 0.0, None)]
+
+(piece 1 plays from 2250 to 3050 ms, piece 2 from 3050 to 4850 ms, piece 3 from 4850 ms: no stall, at the price of a
+first audio 950 ms later, 1250 ms after the reply's first chunk arrived instead of 300 ms.)
 """
 
 from __future__ import annotations
@@ -55,25 +69,72 @@ class Placed:
     onset_ms: float | None = None
 
 
-def place(pieces: list[Piece]) -> list[Placed]:
-    """The playback of a session's pieces, in chunk order (see the module docstring)."""
-    placed, reply_end, reply_arrival = [], None, None
+def place(pieces: list[Piece], delay_ms: float = 0.0) -> list[Placed]:
+    """The playback of a session's pieces, in chunk order, each reply's first sound held back until ``delay_ms`` of
+    its audio is ready (see the module docstring; 0: as soon as its first piece is ready)."""
+    placed = []
+    for reply in _replies(pieces):
+        placed += _place_reply(reply, delay_ms)
+    return placed
+
+
+def _replies(pieces: list[Piece]) -> list[list[Piece]]:
+    """The pieces cut into replies: a new one at every piece that opens a reply (pieces before the first such piece
+    form a reply of their own).
+
+    >>> [len(r) for r in _replies([Piece(0, 0, 1, True), Piece(1, 0, 1, False), Piece(2, 0, 1, True)])]
+    [2, 1]
+    """
+    replies: list[list[Piece]] = []
     for piece in pieces:
-        if piece.opens_reply:
-            reply_end, reply_arrival = None, piece.arrival_ms
+        if piece.opens_reply or not replies:
+            replies.append([])
+        replies[-1].append(piece)
+    return replies
+
+
+def _place_reply(reply: list[Piece], delay_ms: float) -> list[Placed]:
+    """One reply's playback: its first sound at ``buffered_start``, every later piece at the later of its ready time
+    and the previous piece's end (a stall when it is ready after that end)."""
+    audible = [piece for piece in reply if piece.audio_s > 0]
+    if not audible:
+        return [Placed(piece.ready_ms, 0.0) for piece in reply]
+    origin = reply[0].arrival_ms if reply[0].opens_reply else audible[0].arrival_ms  # the reply's first chunk
+    first_start = buffered_start(audible, delay_ms)
+    placed, reply_end = [], None
+    for piece in reply:
         ready = piece.arrival_ms + piece.ready_ms
         if piece.audio_s <= 0:  # nothing to play: the reply's timeline is unchanged
             placed.append(Placed(piece.ready_ms, 0.0))
             continue
         if reply_end is None:  # the reply's first sound
-            onset = ready - (piece.arrival_ms if reply_arrival is None else reply_arrival)
-            placed.append(Placed(piece.ready_ms, 0.0, onset))
-            start = ready
+            start = first_start
+            placed.append(Placed(piece.ready_ms if start == ready else start - piece.arrival_ms, 0.0, start - origin))
         else:
             start = max(ready, reply_end)
             placed.append(Placed(start - piece.arrival_ms, max(0.0, ready - reply_end)))
         reply_end = start + 1000.0 * piece.audio_s
     return placed
+
+
+def buffered_start(audible: list[Piece], delay_ms: float) -> float:
+    """When a reply's first sound starts (ms from the session's start), given its pieces with audio in chunk order:
+    the earliest time at which ``delay_ms`` of their audio is ready, or all of it is; never before the first piece is
+    ready.
+
+    >>> reply = [Piece(1000.0, 300.0, 0.8, True), Piece(2000.0, 250.0, 1.8, False)]
+    >>> buffered_start(reply, 0.0), buffered_start(reply, 800.0), buffered_start(reply, 1000.0), buffered_start(reply, 9000.0)
+    (1300.0, 1300.0, 2250.0, 2250.0)
+    """
+    first_ready = audible[0].arrival_ms + audible[0].ready_ms
+    if delay_ms <= 0:
+        return first_ready
+    buffered, ready = 0.0, first_ready
+    for ready, audio_s in sorted((piece.arrival_ms + piece.ready_ms, piece.audio_s) for piece in audible):
+        buffered += 1000.0 * audio_s
+        if buffered >= delay_ms:
+            break
+    return max(ready, first_ready)
 
 
 @dataclass(frozen=True)

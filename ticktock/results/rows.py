@@ -31,7 +31,9 @@ def _mean(values: list[float]) -> float | None:
     return mean(values) if values else None
 
 
-def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
+def chunk_rows(trace, identity: dict, adapter, playback_delay_ms: float = 0.0) -> list[dict]:
+    """The chunk rows of a replayed session; its speech placed with a jitter buffer of ``playback_delay_ms``
+    (``ticktock.results.playback``; 0: each reply plays as soon as its first piece is ready)."""
     session = trace.session
     protocol = adapter.protocol
     kinds = [c.kind for c in trace.chunks]
@@ -71,7 +73,7 @@ def chunk_rows(trace, identity: dict, adapter) -> list[dict]:
                 **_speech_columns(chunk.speech),
             }
         )
-    _place_speech(rows, [chunk.speech for chunk in trace.chunks])
+    _place_speech(rows, [chunk.speech for chunk in trace.chunks], playback_delay_ms)
     return rows
 
 
@@ -87,16 +89,16 @@ def _speech_columns(piece) -> dict:
             "audio_ready_ms": None, "playback_start_ms": None, "stall_ms": None}
 
 
-def _place_speech(rows: list[dict], spoken: list) -> None:
+def _place_speech(rows: list[dict], spoken: list, delay_ms: float = 0.0) -> None:
     """Fill in the playback columns of the chunks that speak (``ticktock.results.playback``); ``spoken``: each chunk's
-    ``SpokenPiece`` (None without a talker)."""
+    ``SpokenPiece`` (None without a talker); ``delay_ms``: the jitter buffer (``playback.place``)."""
     from ticktock.results.playback import Piece, place
 
     speaking = [(row, piece) for row, piece in zip(rows, spoken)
                 if piece is not None and row["kind"] in ("speak", "backchannel")]
     pieces = [Piece(1000.0 * row["arrival_s"], row["response_ms"] + piece.ready_ms, piece.audio_s,
                     row["is_onset"] or row["kind"] != "speak") for row, piece in speaking]
-    for (row, _), piece, placed in zip(speaking, pieces, place(pieces)):
+    for (row, _), piece, placed in zip(speaking, pieces, place(pieces, delay_ms)):
         row["audio_ready_ms"], row["playback_start_ms"], row["stall_ms"] = piece.ready_ms, placed.start_ms, placed.stall_ms
 
 
@@ -104,20 +106,23 @@ SESSION_SPEECH_COLUMNS = ("first_audio_latencies_ms", "mean_first_audio_ms", "nu
                           "assistant_speech_s", "stalls_per_min")
 
 
-def playback_summary(chunks: list[dict]) -> dict:
-    """The session's speech-out columns from its chunk rows (all null without a talker)."""
+def playback_summary(chunks: list[dict], delay_ms: float = 0.0) -> dict:
+    """The session's speech-out columns from its chunk rows (all null without a talker), its replies played with a
+    jitter buffer of ``delay_ms`` (``playback.place``: the same as the chunk rows were placed with)."""
     from ticktock.results.playback import Piece, place, summarize
 
     if not any(c["talker_text"] is not None for c in chunks):
         return dict.fromkeys(SESSION_SPEECH_COLUMNS)
     pieces = [Piece(1000.0 * c["arrival_s"], c["audio_ready_ms"], c["audio_s"], c["is_onset"] or c["kind"] != "speak")
               for c in chunks if c["audio_ready_ms"] is not None]
-    summary = summarize(pieces, place(pieces))
+    summary = summarize(pieces, place(pieces, delay_ms))
     return dict(zip(SESSION_SPEECH_COLUMNS, (summary.first_audio_ms, _mean(summary.first_audio_ms), summary.num_stalls,
                                              summary.stall_ms, summary.speech_s, summary.stalls_per_minute)))
 
 
-def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:
+def session_row(trace, identity: dict, chunks: list[dict], adapter, playback_delay_ms: float = 0.0) -> dict:
+    """The session row of a replayed session from its chunk rows; ``playback_delay_ms``: the jitter buffer its speech
+    is played with (as for ``chunk_rows``)."""
     session = trace.session
     lags = [c["lag_ms"] for c in chunks]
     onsets = [c["response_ms"] for c in chunks if c["is_onset"]]
@@ -145,7 +150,7 @@ def session_row(trace, identity: dict, chunks: list[dict], adapter) -> dict:
         "concurrency": trace.concurrency,
         "session_slot": trace.slot,
         "start_ms": trace.start_ms,
-        **playback_summary(chunks),
+        **playback_summary(chunks, playback_delay_ms),
     }
 
 

@@ -101,6 +101,7 @@ FIELDS = (
     Field("config.sampling.top_k", (INTEGER,)),
     Field("config.sampling.top_p", (NUMBER,), allowed=_finite),
     Field("config.seed", (INTEGER,)),
+    Field("config.playback_delay_ms", (NUMBER, NULL), allowed=_at_least(0, 10_000)),
     Field("config.concurrency", (MAPPING, NULL)),
     Field("config.concurrency.sessions", (INTEGER, NULL), allowed=_at_least(1)),
     Field("config.concurrency.batching", (BOOLEAN,)),

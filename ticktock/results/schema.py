@@ -42,12 +42,15 @@ chunks.parquet, one row per session chunk:
     audio_ready_ms      from the chunk's arrival until its audio can play (response_ms + the talker's time to audio)
     playback_start_ms   from the chunk's arrival until its audio starts to play (after the reply's previous piece)
     stall_ms            silence inside the reply just before this piece (ready after the previous piece ended)
+    send_lag_ms         live endpoints (``ticktock.endpoints``): how late the unit's latest audio frame left the client
+                        after its due time (a loaded client machine); null in replayed runs
 
 sessions.parquet, one row per completed session:
     first_audio_latencies_ms  per reply: from its first chunk's arrival until its first audio plays (talker runs)
     num_stalls, total_stall_ms, stalls_per_min   stalls inside replies longer than 10 ms: count, total, per minute
                         of assistant_speech_s (the audio the talker made); null without a talker
     concurrency, session_slot: as in chunks; start_ms: the session's start on the shared device's time
+    max_send_lag_ms     live endpoints: the latest any of the session's audio frames left after its due time
     manifest_sha256     SHA-256 of the session's manifest line (canonical JSON); audio_sha256: of its audio file's
                         bytes; profile_sha256: of the cost profile's costs it was charged by (null: no profile, e.g.
                         the wall clock). A resumed run replays a session whose digests changed
@@ -66,11 +69,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 7  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
+SCHEMA_VERSION = 8  # 2: one channel for chunk counters (window_*, lookup_hits); 3: concurrency columns;
                     # 4: arriving audio (window_waited_ms, prefilled_ms, hypotheses_drafted, draft_arrived_fraction);
                     # 5: forwards' end_ms (when each finished within its phase: the case-study timelines);
                     # 6: sessions' profile_sha256 (the cost profile each session was charged by)
                     # 7: speech out (talker_*, audio_*, playback_start_ms, stall_ms; sessions' first audio and stalls)
+                    # 8: live endpoints (chunks' send_lag_ms, sessions' max_send_lag_ms; null in replayed runs)
 
 IDENTITY = [
     pa.field("run_id", pa.string()),
@@ -134,6 +138,7 @@ CHUNKS = pa.schema(
         pa.field("audio_ready_ms", pa.float64()),
         pa.field("playback_start_ms", pa.float64()),
         pa.field("stall_ms", pa.float64()),
+        pa.field("send_lag_ms", pa.float64()),
     ]
 )
 
@@ -168,6 +173,7 @@ SESSIONS = pa.schema(
         pa.field("total_stall_ms", pa.float64()),
         pa.field("assistant_speech_s", pa.float64()),
         pa.field("stalls_per_min", pa.float64()),
+        pa.field("max_send_lag_ms", pa.float64()),
     ]
 )
 

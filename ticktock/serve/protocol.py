@@ -58,8 +58,9 @@ What of vLLM-Omni's contract is NOT implemented, and why:
   barge-in (``barge_in``, ``input.cancel``, ``turn.signal``) and conversation editing (``conversation.item.delete``
   / ``truncate`` / ``retrieve``, ``output_audio_buffer.clear``): the replayed model decides per unit from the audio
   alone, as in the benchmark; these are answered with ``unknown_event`` naming them as not served.
-- ``overlap.decision``, ``turn.event``, ``playback.acknowledged``, ``input_audio_buffer.committed`` and the
-  ``*.done`` events of text and audio parts are not built: the client needs none of them to hold a session.
+- ``overlap.decision``, ``turn.event``, ``playback.acknowledged`` and the ``*.done`` events of text and audio
+  parts are not built: the client needs none of them to hold a session (``input_audio_buffer.committed`` is
+  built for the turn-based mode of ``ticktock.serve.server``).
 - Server VAD (``turn_detection``) is read and ignored: the duplex model listens or speaks every unit itself.
 
 Each input append is resampled on its own; a client that streams at a rate other than 16 kHz in small appends gets
@@ -844,6 +845,18 @@ def error_event(code: str, message: str, related_event_id: str | None = None) ->
 def heartbeat_ack(session_id: str) -> dict[str, object]:
     """``session.heartbeat_ack``: vLLM-Omni's answer to a client's ``session.heartbeat``."""
     return {"type": "session.heartbeat_ack", "event_id": new_event_id(), "session_id": session_id}
+
+
+def input_audio_buffer_committed(item_id: str, previous_item_id: str | None = None) -> dict[str, object]:
+    """``input_audio_buffer.committed``: OpenAI GA's answer to a commit in turn mode (the user's turn ends; the
+    input goes on), naming the user item the turn's audio became.
+
+    >>> committed = input_audio_buffer_committed("item_1")
+    >>> committed["type"], committed["item_id"], committed["previous_item_id"]
+    ('input_audio_buffer.committed', 'item_1', None)
+    """
+    return {"type": "input_audio_buffer.committed", "event_id": new_event_id(), "previous_item_id": previous_item_id,
+            "item_id": item_id}
 
 
 def session_closed(session_id: str, reason: str) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""The server: TickTock's served sessions behind ``WS /v1/realtime?duplex=1``.
+"""The server: TickTock's served sessions behind ``WS /v1/realtime?duplex=1`` (and its turn-based mode).
 
 Built on aiohttp (a well-kept asyncio HTTP and WebSocket server in one package, with no ASGI server to add; its
 WebSocket handler reads and writes frames in one coroutine per connection, which is all a duplex session needs).
@@ -10,6 +10,16 @@ reason instead of growing the server's memory. Every bad client event is answere
 message) and the session goes on; a bad token, a session over ``serve.max_sessions`` and a client that does not read
 are closed with a reason. Sessions share one model (``ServedModel``): their device work runs one piece at a time in
 the order it asked (``ticktock.serve.live.DeviceQueue``).
+
+Two modes, chosen by the connection's query (``serving_mode``), serve the same session (the duplex model listens and
+speaks unit by unit on the audio stream, and decides itself when to answer):
+
+- ``duplex`` (``?duplex=1``): vLLM-Omni's full-duplex contract, a ``response.listen`` or ``response.speak`` per unit;
+  ``input_audio_buffer.commit`` ends the input.
+- ``turns`` (no ``duplex=1``): OpenAI Realtime GA's turn-based vocabulary only, as vLLM-Omni serves it there. A run
+  of spoken units is one response (``response.created`` ... ``response.done``) with no per-unit decision events;
+  ``input_audio_buffer.commit`` ends a user turn (answered ``input_audio_buffer.committed``) and the input goes on;
+  the input ends at ``session.close`` or when the socket closes.
 
 Example (what ``python -m ticktock.serve`` does)::
 
@@ -34,7 +44,7 @@ from aiohttp import WSMsgType, web
 from ticktock.errors import ConfigError
 from ticktock.serve import protocol
 from ticktock.replay.audio_source import AudioEnded
-from ticktock.serve.live import LiveAudioFull
+from ticktock.serve.live import LiveAudio, LiveAudioFull
 from ticktock.serve.session import ServedModel, ServedSession, UnitReport
 
 #: The page's files (``ticktock/serve/static/``) served at ``/static/{name}``, by name -> content type; nothing else.
@@ -42,6 +52,7 @@ STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "capture
 FRAME_LIMIT = 16 * 1024 * 1024  # a frame above this is closed with 1009; below it, the codec answers (MAX_APPEND_BYTES)
 EVENT_QUEUE = 512  # events waiting to be sent to one client; past it the client is not reading
 AUDIO_DELTA_S = 0.2  # the talker's audio is sent in pieces of this length
+DUPLEX_QUERY = frozenset({"1", "true", "on"})  # ``?duplex=`` values that ask for the duplex contract (vLLM-Omni's)
 
 
 class ServeOptionError(ConfigError):
@@ -108,6 +119,16 @@ def seconds(value, key: str, least: float, most: float) -> None:
         raise ServeOptionError(f"{key}: must be a number of seconds from {least:g} to {most:g}, got {value!r}")
 
 
+def serving_mode(query) -> str:
+    """The mode a connection is served in, from its query: ``duplex`` when ``duplex`` is 1, true or on (any case),
+    else ``turns`` (OpenAI Realtime GA's turn-based vocabulary).
+
+    >>> serving_mode({"duplex": "1"}), serving_mode({"duplex": "True"}), serving_mode({}), serving_mode({"duplex": "0"})
+    ('duplex', 'duplex', 'turns', 'turns')
+    """
+    return "duplex" if str(query.get("duplex", "")).strip().lower() in DUPLEX_QUERY else "turns"
+
+
 def static_file(name: str) -> web.Response:
     """A file of the allow-list read from the package (never a request's path joined onto the disk); 404 otherwise."""
     if name not in STATIC_FILES:
@@ -119,12 +140,17 @@ def static_file(name: str) -> web.Response:
 
 class Connection:
     """One client's connection and its session: the client's settings, the outgoing queue the session's thread fills,
-    and the response being spoken (a run of speak units is one response, ended by the next listen unit)."""
+    and the response being spoken (a run of speak units is one response, ended by the next listen unit). ``mode`` is
+    ``duplex`` or ``turns`` (``serving_mode``); ``decoder_name`` labels the session with ``model_name``."""
 
-    def __init__(self, ws: web.WebSocketResponse, session_id: str, model_name: str, loop: asyncio.AbstractEventLoop):
+    def __init__(self, ws: web.WebSocketResponse, session_id: str, model_name: str, loop: asyncio.AbstractEventLoop,
+                 decoder_name: str | None = None, mode: str = "duplex"):
         self.ws = ws
         self.session_id = session_id
         self.loop = loop
+        self.mode = mode
+        self.model_name = model_name
+        self.decoder_name = decoder_name
         self.settings = protocol.SessionSettings(model=model_name)
         self.session: ServedSession | None = None
         self.outgoing: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE)
@@ -153,8 +179,16 @@ class Connection:
                     self.outgoing.get_nowait()
                 self.outgoing.put_nowait(None)
 
+    @property
+    def turns(self) -> bool:
+        """Whether this connection is served OpenAI Realtime GA's turn-based vocabulary (no per-unit decisions)."""
+        return self.mode == "turns"
+
     def session_object(self) -> dict:
-        return protocol.session_object(self.session_id, self.settings)
+        """The session object of ``session.created`` / ``.updated``, with what is served under the additive
+        ``ticktock`` key: ``{"mode": "duplex" or "turns", "model": adapter name, "decoder": decoder name}``."""
+        labels = {"mode": self.mode, "model": self.model_name, "decoder": self.decoder_name}
+        return {**protocol.session_object(self.session_id, self.settings), "ticktock": labels}
 
     # ----------------------------------------------------------------------------------- the session's reports
 
@@ -184,15 +218,18 @@ class Connection:
     def unit_events(self, report: UnitReport) -> list[dict]:
         """The events of one unit: a listen decision (after ``response.done`` of the response being spoken, if any),
         or a speak decision with the unit's text and transcript in the response of its run of speak units (its audio
-        follows once the talker has spoken it: ``on_speech``)."""
+        follows once the talker has spoken it: ``on_speech``). In turn mode the same without the decision events
+        (``response.listen`` / ``response.speak``): a listen unit only ends the response being spoken."""
         measured = protocol.UnitReport(report.index, round(report.served_ms, 2), report.draft_accepted,
                                        report.deadline_miss)
         if report.decision == "listen":  # ends the response being spoken: response.done (OpenAI's clients wait for it)
             ending, self.response_id = self.response_id, None
-            return [*([protocol.response_done(ending)] if ending else []), protocol.response_listen(measured)]
+            listen = [] if self.turns else [protocol.response_listen(measured)]
+            return [*([protocol.response_done(ending)] if ending else []), *listen]
         events = self._open_response()
         rid, item = self.response_id, self.item_id
-        events.append(protocol.response_speak(rid, item, measured))
+        if not self.turns:
+            events.append(protocol.response_speak(rid, item, measured))
         if report.spoken:
             events += [protocol.text_delta(rid, item, report.spoken), protocol.transcript_delta(rid, item, report.spoken)]
         return events
@@ -222,6 +259,27 @@ def session_tool(tool) -> dict:
     """
     return {"name": str(tool.get("name", "")), "description": str(tool.get("description", "") or ""),
             "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}
+
+
+def end_input(audio: LiveAudio) -> None:
+    """The end of a session's input: its last partial unit is closed with silence, and the session ends after it
+    (its remaining units are still decided and sent). A partial unit that no longer fits the buffer
+    (``serve.max_ahead_s``) is dropped. Ending twice does nothing.
+
+    >>> audio = LiveAudio()
+    >>> audio.append(np.ones(4_000, dtype=np.float32)); end_input(audio)
+    >>> audio.received_samples(), audio.ended
+    (16000, True)
+    """
+    if audio.ended:
+        return
+    partial = audio.received_samples() % audio.unit_samples
+    if partial:
+        try:
+            audio.append(np.zeros(audio.unit_samples - partial, dtype=np.float32))
+        except LiveAudioFull:
+            pass
+    audio.end()
 
 
 class Server:
@@ -254,7 +312,7 @@ class Server:
 
     async def health(self, request: web.Request) -> web.Response:
         return web.json_response({"sessions": len(self.connections), "max_sessions": self.options.max_sessions,
-                                  "model": self.model.adapter.name, "decoder": self.model.cfg.decoder.name})
+                                  "model": self.model.model_name, "decoder": self.model.decoder_name})
 
     # ---------------------------------------------------------------------------------------- a session
 
@@ -267,12 +325,14 @@ class Server:
             await ws.send_json(protocol.error_event(code, message))
             await ws.close(code=1008, message=message[:120].encode())
             return ws
-        connection = self.open(ws)
+        connection = self.open(ws, serving_mode(request.query))
         sender = asyncio.ensure_future(self.send_events(connection))
         try:
             await self.read_events(connection)
         finally:
             self.connections.discard(connection)
+            if connection.turns:  # the socket closed: the input ends, its last units are still decided
+                end_input(connection.session.audio)
             await asyncio.get_running_loop().run_in_executor(None, connection.session.close)
             connection.send_soon(None)
             await asyncio.wait_for(sender, timeout=10.0)
@@ -289,9 +349,9 @@ class Server:
                                              "(serve.max_sessions); try again later")
         return None
 
-    def open(self, ws: web.WebSocketResponse) -> Connection:
-        connection = Connection(ws, f"sess_{uuid.uuid4().hex[:16]}", self.model.adapter.name,
-                                asyncio.get_running_loop())
+    def open(self, ws: web.WebSocketResponse, mode: str = "duplex") -> Connection:
+        connection = Connection(ws, f"sess_{uuid.uuid4().hex[:16]}", self.model.model_name,
+                                asyncio.get_running_loop(), decoder_name=self.model.decoder_name, mode=mode)
         connection.session = ServedSession(self.model, connection.session_id, connection.on_unit, connection.on_call,
                                            connection.on_end, max_ahead_s=self.options.max_ahead_s,
                                            tool_timeout_s=self.options.tool_timeout_s,
@@ -361,14 +421,13 @@ class Server:
                                          event.event_id) from None
 
     def on_commit(self, connection: Connection, event: protocol.AudioCommit) -> None:
-        """The end of the client's input: its last partial unit is closed with silence, and the session ends after
-        it (its remaining units are still decided and sent)."""
-        audio = connection.session.audio
-        if event.final and not audio.ended:
-            partial = audio.received_samples() % audio.unit_samples
-            if partial:
-                audio.append(np.zeros(audio.unit_samples - partial, dtype=np.float32))
-            audio.end()
+        """Duplex mode: the end of the client's input (``end_input``). Turn mode: the end of a user turn, answered
+        ``input_audio_buffer.committed``; the input goes on (the model has been listening all along, and decides
+        itself when to answer)."""
+        if connection.turns:
+            connection.send_soon(protocol.input_audio_buffer_committed(f"item_{uuid.uuid4().hex[:16]}"))
+        elif event.final and not connection.session.audio.ended:
+            end_input(connection.session.audio)
             if not connection.session.started:
                 connection.session.start()
 
@@ -383,24 +442,38 @@ class Server:
     def on_heartbeat(self, connection: Connection, event: protocol.Heartbeat) -> None:
         connection.send_soon(protocol.heartbeat_ack(connection.session_id))
 
-    def on_session_close(self, connection: Connection, event: protocol.SessionClose) -> str:
-        return "close"
+    def on_session_close(self, connection: Connection, event: protocol.SessionClose) -> str | None:
+        """Duplex mode: the connection closes now. Turn mode: the end of the input (``end_input``); the session's
+        remaining units are still decided and sent, then ``session.closed`` (``ended``) closes the connection."""
+        if connection.turns:
+            end_input(connection.session.audio)
+            if connection.session.started:
+                return None
+        return "close"  # (a turn-mode session that never had audio ends here: ``session.closed`` follows at once)
+
+    def on_clear(self, connection: Connection, event: protocol.AudioClear) -> None:
+        """Turn mode: accepted and ignored. Nothing waits in a buffer to be cleared: the model has heard every sample
+        as it arrived, and a unit already decided cannot be taken back. Duplex mode: an error, as before."""
+        if not connection.turns:
+            self.on_not_in_duplex(connection, event)
 
     def on_nothing(self, connection: Connection, event) -> None:
         """Accepted with nothing to do: ``response.create`` (the duplex model decides every unit itself) and
         ``session.event_ack`` (no event journal to trim)."""
 
     def on_not_in_duplex(self, connection: Connection, event) -> None:
+        """``response.cancel`` (either mode) and ``input_audio_buffer.clear`` (duplex mode): an error event."""
         name = {protocol.AudioClear: "input_audio_buffer.clear", protocol.ResponseCancel: "response.cancel"}[type(event)]
-        raise protocol.ProtocolError("bad_event", f"{name}: not served in duplex mode (the model listens and speaks "
-                                     "unit by unit; a unit already decided cannot be taken back)", event.event_id)
+        raise protocol.ProtocolError("bad_event", f"{name}: not served in {connection.mode.rstrip('s')} mode (the model listens "
+                                     "and speaks unit by unit; a unit already decided cannot be taken back)",
+                                     event.event_id)
 
     handlers = {
         protocol.SessionUpdate: on_session_update, protocol.AudioAppend: on_append, protocol.AudioCommit: on_commit,
         protocol.FunctionCallOutput: on_function_call_output, protocol.PlaybackAck: on_playback_ack,
         protocol.Heartbeat: on_heartbeat, protocol.SessionClose: on_session_close,
         protocol.ResponseCreate: on_nothing, protocol.EventAck: on_nothing,
-        protocol.AudioClear: on_not_in_duplex, protocol.ResponseCancel: on_not_in_duplex,
+        protocol.AudioClear: on_clear, protocol.ResponseCancel: on_not_in_duplex,
     }
 
     async def close_all(self, app: web.Application) -> None:

@@ -80,6 +80,18 @@ class ServedModel:
         self.sampling = Sampling(seed=cfg.seed, **cfg.sampling)
         self._build = build
 
+    @property
+    def model_name(self) -> str:
+        """The served model adapter's name (``embedded``, ``minicpmo45``...), as ``/health`` and ``session.created``
+        give it."""
+        return self.adapter.name
+
+    @property
+    def decoder_name(self) -> str:
+        """The served decoder's name (``ar``, ``speclisten_stream``...), as ``/health`` and ``session.created`` give
+        it."""
+        return str(self.cfg.decoder.name)
+
     def decoder(self):
         """A fresh decoder of the config's ``decoder`` (each session has its own: decoders keep per-session state)."""
         return self._build(self.cfg.decoder)

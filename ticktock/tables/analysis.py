@@ -165,7 +165,7 @@ def fig4b_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
 
 
 FIG4C_SETUP_FIELDS = ("clock", "encode_scale", "device", "temperature", "seed", "top_k", "top_p", "talker",
-                      "talker_args")
+                      "talker_args", "playback_delay_ms")
 ALONE = {"concurrency": 1, "batching": False, "max_batch": None, "stagger": "", "draft_policy": "",
          "draft_policy_args": ""}  # a setup's sharing fields for one session alone on the device
 FIG4C_METRICS = ["speak chunks", "speak speedup", "tool chunks", "tool speedup", "deadline-miss rate",
@@ -332,6 +332,9 @@ def sharing_clock_note(results: Results) -> str:
             part = (f"clock {clock_label(cell.setup)}: modeled from cost profile {clock['profile']} for device "
                     f"{cell.setup.device} (a deterministic simulation of the shared device; batched steps are "
                     f"charged by the profile's batch model{scaled})")
+        elif cell.live:
+            part = (f"clock {clock_label(cell.setup)}: measured live against {cell.setup.device} (the client's event "
+                    "stamps of N sessions held at once; how the server shares its device is its own)")
         else:
             part = (f"clock {clock_label(cell.setup)}: measured on device {cell.setup.device} (each device step's "
                     "synchronised wall time)")

@@ -124,7 +124,7 @@ def _panel(ax, timeline: SessionTimeline, span: tuple[float, float], seconds_per
     ax.set_xlim(*span)
     ax.set_ylim(-1.0, LANES["audio"] + 0.6)
     ax.set_yticks(list(LANES.values()), list(LANES))
-    misses = int(timeline.chunks["missed_deadline"].sum())
+    misses = int(timeline.chunks["missed_deadline"].eq(True).sum())
     ax.set_title(f"{LABELS.get(timeline.decoder, timeline.decoder)} ({timeline.run_id}): {misses} deadline "
                  f"miss{'es' if misses != 1 else ''} in these chunks", fontsize=8, loc="left")
     for side in ("top", "right"):

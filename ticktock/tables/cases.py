@@ -101,9 +101,33 @@ def last_deadlines(rows: pd.DataFrame, arrival: pd.Series, start: pd.Series) -> 
     return arrival.groupby(sessions).shift(-1).fillna(arrival + longest)
 
 
+def counts(values: pd.Series) -> pd.Series:
+    """A count column as integers, a null (what a live run cannot see: the server's tokens, forwards and drafts)
+    kept as None, never 0.
+
+    >>> counts(pd.Series([2.0, None])).tolist(), counts(pd.Series([1, 3])).dtype.kind
+    ([2, None], 'i')
+    """
+    if values.notna().all():
+        return values.astype(int)
+    return pd.Series([None if pd.isna(v) else int(v) for v in values], index=values.index, dtype=object)
+
+
+def flags(values: pd.Series) -> pd.Series:
+    """A flag column as booleans, a null (a deadline a turn-based live run cannot judge) kept as None.
+
+    >>> flags(pd.Series([True, None])).tolist(), flags(pd.Series([False])).dtype.kind
+    ([True, None], 'b')
+    """
+    if values.notna().all():
+        return values.astype(bool)
+    return pd.Series([None if v is None or v != v else bool(v) for v in values], index=values.index, dtype=object)
+
+
 def chunk_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """Per chunk (of one session, or of several with their ``session_id``): its audio span, deadline, post-audio
-    work span, idle window, lag and text (ms)."""
+    work span, idle window, lag and text (ms). What a live run's rows leave null (token, forward and draft counts;
+    a turn-based protocol's lag and deadline) stays None (``counts``, ``flags``)."""
     keys = ["session_id", "chunk_index"] if "session_id" in rows else ["chunk_index"]
     rows = rows.sort_values(keys).reset_index(drop=True)
     arrival, start = 1000.0 * rows["arrival_s"], 1000.0 * rows["start_s"]
@@ -114,18 +138,18 @@ def chunk_frame(rows: pd.DataFrame) -> pd.DataFrame:
         "start_ms": start, "arrival_ms": arrival, "deadline_ms": deadline,
         "user_speaking": rows["user_speaking"].astype(bool),
         "kind": rows["kind"], "text": [display_text(t) for t in rows["output_text"]],
-        "tokens": rows["num_output_tokens"].astype(int),
+        "tokens": counts(rows["num_output_tokens"]),
         "work_start_ms": arrival + rows["lag_before_ms"] + rows["carried_ms"],
         "work_end_ms": arrival + rows["response_ms"],
         "lag_before_ms": rows["lag_before_ms"], "carried_ms": rows["carried_ms"], "lag_ms": rows["lag_ms"],
-        "response_ms": rows["response_ms"], "missed_deadline": rows["missed_deadline"].astype(bool),
+        "response_ms": rows["response_ms"], "missed_deadline": flags(rows["missed_deadline"]),
         "is_onset": rows["is_onset"].astype(bool), "tool_call": rows["kind"] == "tool",
-        "post_audio_forwards": rows["num_post_audio_forwards"].astype(int),
+        "post_audio_forwards": counts(rows["num_post_audio_forwards"]),
         "draft_source": rows["draft_source"].astype(object).where(rows["draft_source"].notna(), None),
-        "draft_tokens": rows["num_draft_tokens"].astype(int),
-        "accepted_tokens": rows["num_accepted_draft_tokens"].astype(int),
+        "draft_tokens": counts(rows["num_draft_tokens"]),
+        "accepted_tokens": counts(rows["num_accepted_draft_tokens"]),
         "window_open_ms": opened, "window_work_end_ms": opened + rows["window_used_ms"] + rows["window_waited_ms"],
-        "window_budget_ms": rows["window_budget_ms"], "window_forwards": rows["window_forwards"].astype(int),
+        "window_budget_ms": rows["window_budget_ms"], "window_forwards": counts(rows["window_forwards"]),
     })
     return frame.assign(session_id=rows["session_id"]) if "session_id" in rows else frame
 
@@ -152,7 +176,7 @@ def event_frame(chunks: pd.DataFrame) -> pd.DataFrame:
     kinds = (("onset", "is_onset", "work_end_ms", "response_ms"), ("tool call", "tool_call", "work_end_ms", "response_ms"),
              ("deadline miss", "missed_deadline", "deadline_ms", "lag_ms"))
     keys = ["session_id"] if "session_id" in chunks else []
-    parts = [chunks.loc[chunks[flag], keys + ["chunk_index", at, value]].set_axis(keys + ["chunk_index", "at_ms", "ms"],
+    parts = [chunks.loc[chunks[flag].eq(True), keys + ["chunk_index", at, value]].set_axis(keys + ["chunk_index", "at_ms", "ms"],
                                                                                 axis=1).assign(event=name, rank=rank)
              for rank, (name, flag, at, value) in enumerate(kinds)]
     events = pd.concat(parts, ignore_index=True).sort_values(keys + ["chunk_index", "rank"], kind="stable")
@@ -219,7 +243,7 @@ def comparison_decoder(results: Results, setup: Setup, baseline: str) -> str | N
 
 
 def _first_event(chunks: pd.DataFrame, column: str) -> pd.Series | None:
-    hits = chunks[chunks[column]]
+    hits = chunks[chunks[column].eq(True)]
     return hits.iloc[0] if len(hits) else None
 
 

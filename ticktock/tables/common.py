@@ -26,6 +26,15 @@ import pandas as pd
 from ticktock.tables.load import Results, Setup
 
 MISSING = "–"
+NOT_SEEN = "n/a"  # a live run's cell the client cannot see (the server's #MAT, forwards, drafts, token ids)
+NOT_PER_UNIT = "not measured (per-turn protocol)"  # lag, post-audio latency, deadlines of a turn-based live run
+LIVE_NOTE = ("live endpoint: measured from the client's event stamps; #MAT and draft counters are the server's own "
+             "and not seen by the client (shown as n/a), and so are the output token ids: losslessness is not "
+             "checked on live runs; a live run is its own setup (model <served model>@<host>, clock live:<protocol>, "
+             "device the endpoint), compared only with live runs of that setup")
+PER_TURN_NOTE = ("per-turn protocol (run.json clock.per_unit false): the server does not say when it decided a unit "
+                 "it listened through, so lag, post-audio latency, speedup and deadline misses are "
+                 "not measured there; its onset, first audio, stalls and tool-call latency are")
 
 
 @dataclass
@@ -75,7 +84,7 @@ def single_session(builder):
 
 
 SHARING_FIELDS = ("concurrency", "batching", "max_batch", "stagger", "draft_policy", "draft_policy_args")
-TALKER_FIELDS = ("talker", "talker_args")
+TALKER_FIELDS = ("talker", "talker_args", "playback_delay_ms")  # what spoke, and how its speech was played
 
 
 def varying(results: Results, candidates: tuple[str, ...] | None = None) -> list[str]:
@@ -96,7 +105,7 @@ def _talker_settings_vary(setups: list[Setup]) -> bool:
 
 COLUMN_NAMES = {"temperature": "T", "concurrency": "N", "max_batch": "max batch", "draft_policy": "draft policy",
                 "draft_policy_args": "draft policy settings", "talker_args": "talker settings",
-                "encode_scale": "encode scale"}
+                "encode_scale": "encode scale", "playback_delay_ms": "playback delay ms"}
 
 
 def setup_columns(setup: Setup, shown: list[str]) -> dict:
@@ -104,6 +113,9 @@ def setup_columns(setup: Setup, shown: list[str]) -> dict:
 
 
 def describe_model(meta: dict) -> str:
+    endpoint = (meta.get("environment") or {}).get("endpoint")
+    if isinstance(endpoint, dict):
+        return describe_endpoint(endpoint)
     model = (meta.get("environment") or {}).get("model") or {}
     parts = [str(model[k]) for k in ("architecture",) if model.get(k)]
     if model.get("parameters"):
@@ -112,6 +124,19 @@ def describe_model(meta: dict) -> str:
     if model.get("device"):
         parts.append(f"run on {model['device']}")
     return ", ".join(parts) or "no description recorded"
+
+
+def describe_endpoint(endpoint: dict) -> str:
+    """A live run's model line: what the server at the endpoint reported (run.json ``environment.endpoint``).
+
+    >>> describe_endpoint({"host": "127.0.0.1:8000", "reported_model": "embedded", "served_decoder": "ar"})
+    'served live at 127.0.0.1:8000: model embedded (as the server reports it), decoder ar'
+    """
+    parts = [f"model {endpoint.get('reported_model') or endpoint.get('served_model') or 'not reported'} (as the "
+             "server reports it)"]
+    if endpoint.get("served_decoder"):
+        parts.append(f"decoder {endpoint['served_decoder']}")
+    return f"served live at {endpoint.get('host') or 'an endpoint'}: {', '.join(parts)}"
 
 
 def describe_clock(meta: dict, setup: Setup) -> str:
@@ -123,6 +148,10 @@ def describe_clock(meta: dict, setup: Setup) -> str:
     clock modeled:p (encode cost x0.25): modeled from cost profile p for device A100, every audio encoding charged 0.25 times the profile's cost (clock.encode_scale, a what-if); provenance: derived
     """
     clock = meta.get("clock") or {}
+    if clock.get("kind") == "live":
+        decides = "every unit decided by the server" if clock.get("per_unit") is not False else "replies, per turn"
+        return (f"clock {clock_label(setup)}: live, in real time on the client's monotonic clock, against "
+                f"{setup.device} ({decides})")
     if clock.get("profile"):
         provenance = clock.get("profile_provenance") or "no provenance recorded"
         scaled = encode_scale_note(setup)
@@ -222,7 +251,41 @@ def provenance_notes(results: Results, setups: list[Setup] | None = None) -> lis
             if line not in seen:
                 seen.add(line)
                 lines.append(line)
+        if setup.live:
+            for line in live_notes(results, setup):
+                if line not in seen:
+                    seen.add(line)
+                    lines.append(line)
     return lines + results.provenance()
+
+
+def live_notes(results: Results, setup: Setup) -> list[str]:
+    """What the tables must say about a live setup: how it was measured (``LIVE_NOTE``), that a turn-based protocol
+    measures no lag (``PER_TURN_NOTE``), and frames sent late (``send_lag_note``)."""
+    cells = results.in_setup(setup)
+    notes = [LIVE_NOTE] + ([PER_TURN_NOTE] if not all(c.per_unit for c in cells) else [])
+    late = send_lag_note([run.meta for cell in cells for run in cell.runs], setup_label(setup))
+    return notes + ([late] if late else [])
+
+
+def send_lag_note(metas: list[dict], label: str) -> str | None:
+    """The note on a live setup whose client did not keep real time: run.json ``send_lag.late_units`` > 0 (units
+    with an audio frame sent later than ``send_lag.bound_ms``), over its runs; None when every frame left on time.
+
+    >>> send_lag_note([{"send_lag": {"units": 240, "late_units": 12, "bound_ms": 20}},
+    ...                {"send_lag": {"units": 240, "late_units": 0, "bound_ms": 20}}], "live setup")
+    'live setup: 12 of 480 units had audio frames sent later than 20 ms: the client machine did not keep real time; its latencies include that (run.json send_lag)'
+    >>> send_lag_note([{"send_lag": {"units": 12, "late_units": 0, "bound_ms": 20}}], "x") is None
+    True
+    """
+    lags = [m["send_lag"] for m in metas if isinstance(m.get("send_lag"), dict)]
+    late = sum(int(lag.get("late_units") or 0) for lag in lags)
+    if not late:
+        return None
+    units = sum(int(lag.get("units") or 0) for lag in lags)
+    bounds = "/".join(f"{float(b):g}" for b in sorted({lag.get("bound_ms") for lag in lags if lag.get("bound_ms") is not None}))
+    return (f"{label}: {late} of {units} units had audio frames sent later than {bounds or '?'} ms: the client machine "
+            "did not keep real time; its latencies include that (run.json send_lag)")
 
 
 def describe_speech(meta: dict, setup: Setup) -> str:
@@ -285,10 +348,13 @@ def setup_label(setup: Setup) -> str:
     'm / wall / cpu / T=0 / seed 0 / talker espeak'
     >>> setup_label(Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0, encode_scale=0.25))
     'm / modeled:p (encode cost x0.25) / A100 / T=0 / seed 0'
+    >>> setup_label(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, talker="espeak", playback_delay_ms=200.0))
+    'm / wall / cpu / T=0 / seed 0 / talker espeak / playback delay 200 ms'
     """
     label = f"{setup.model} / {clock_label(setup)} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
     label = f"{label} / {describe_sharing(setup)}" if setup.shares_device else label
-    return f"{label} / {describe_talker(setup)}" if setup.speaks else label
+    label = f"{label} / {describe_talker(setup)}" if setup.speaks else label
+    return f"{label} / playback delay {setup.playback_delay_ms:g} ms" if setup.playback_delay_ms else label
 
 
 def run_names(cell) -> str:

@@ -22,8 +22,8 @@ from pathlib import PurePath
 import pandas as pd
 
 from ticktock.tables import metrics
-from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
-                                    single_session, varying)
+from ticktock.tables.common import (NOT_PER_UNIT, NOT_SEEN, Table, provenance_notes, run_names, setup_columns,
+                                    setup_label, single_session, varying)
 from ticktock.tables.load import Cell, Results
 from ticktock.tables.paper import paper_note, paper_value
 
@@ -72,12 +72,23 @@ def _speedup_table(results: Results, baseline: str, key: str, title: str, kind: 
                              + (" on fdb_v3" if kind == "tool" else ""))
             continue
         rows.append({**setup_columns(setup, shown), "decoder": cell.decoder, "chunks": result.chunks,
-                     f"{baseline} ms": result.baseline_ms, "ms": result.method_ms, "speedup": result.speedup,
-                     "#MAT": result.mat, "paper speedup": _paper(setup, 2 if kind == "speak" else None, column, cell.decoder),
+                     **_latencies(base, cell, result, baseline),
+                     "paper speedup": _paper(setup, 2 if kind == "speak" else None, column, cell.decoder),
                      **({"paper #MAT": _paper(setup, 2, "#MAT", cell.decoder)} if kind == "speak" else {})})
     formats = {f"{baseline} ms": ".1f", "ms": ".1f", "speedup": ".2f", "#MAT": ".2f"}
     paper = paper_note(2) if kind == "speak" else paper_note(None, ["tool speedup"])
     return Table(key, title, pd.DataFrame(rows), formats, notes + [PAPER_COLUMNS, paper], [], provenance_notes(results))
+
+
+def _latencies(base: Cell, cell: Cell, result: metrics.Speedup, baseline: str) -> dict:
+    """A speedup row's measured columns: the mean latencies, the speedup and #MAT; a live cell's #MAT is not seen
+    by the client (``NOT_SEEN``), and a turn-based live cell measured no post-audio latency (``NOT_PER_UNIT``)."""
+    columns = {f"{baseline} ms": result.baseline_ms, "ms": result.method_ms, "speedup": result.speedup,
+               "#MAT": NOT_SEEN if cell.live else result.mat}
+    if not (base.per_unit and cell.per_unit):
+        columns.update({f"{baseline} ms": NOT_PER_UNIT if not base.per_unit else result.baseline_ms,
+                        "ms": NOT_PER_UNIT if not cell.per_unit else result.method_ms, "speedup": NOT_PER_UNIT})
+    return columns
 
 
 def speak_speedup_table(results: Results, baseline: str = "ar") -> Table:
@@ -100,6 +111,11 @@ def max_lag_table(results: Results, baseline: str = "ar") -> Table:
     for cell in results.cells:
         lag = metrics.max_lag(cell.sessions)
         if lag["sessions"] == 0:
+            continue
+        if not cell.per_unit:
+            rows.append({**setup_columns(cell.setup, shown), "decoder": cell.decoder, "sessions": lag["sessions"],
+                         **dict.fromkeys(("mean max lag ms", "max max lag ms", "sessions > 1 s", f"mean vs {baseline}"),
+                                         NOT_PER_UNIT)})
             continue
         base = results.cell(cell.setup, baseline)
         base_mean = metrics.max_lag(base.sessions)["mean_ms"] if base is not None else float("nan")
@@ -154,8 +170,10 @@ def ablation_table(results: Results, baseline: str = "ar") -> Table:
 def latency_table(results: Results, baseline: str = "ar") -> Table:
     """Table 5: response onset latency (mean over tasks) and tool-call latency (FDB v3), with the paper's; for a
     setup with a talker also the onset to first audio and the stalls of the assistant's voice (``SPEECH_FORMATS``'s
-    columns: present only when some setup has a talker, empty in the rows of the others)."""
+    columns: present only when some setup has a talker, empty in the rows of the others), after the playback delay
+    they were played with when some setup has one (``PLAYBACK_DELAY_NOTE``: the trade of first audio against stalls)."""
     shown, rows = varying(results), []
+    buffered = any(cell.setup.playback_delay_ms for cell in results.cells)
     for cell in results.cells:
         onset, tool = metrics.onset_latency(cell.chunks), metrics.tool_latency(cell.chunks)
         rows.append({**setup_columns(cell.setup, shown), "decoder": cell.decoder, "onset ms": onset["onset_ms"],
@@ -163,19 +181,23 @@ def latency_table(results: Results, baseline: str = "ar") -> Table:
                      "paper onset ms": _paper(cell.setup, 5, "onset ms", cell.decoder, digits=0),
                      "tool-call ms": tool["tool_ms"], "tool chunks": tool["tool_chunks"],
                      "paper tool-call ms": _paper(cell.setup, 5, "tool-call ms", cell.decoder, digits=0),
-                     **(_speech_columns(cell) if cell.setup.speaks else {})})
+                     **(_speech_columns(cell, buffered) if speaks(cell) else {})})
     notes = ["onset: response_ms (b_{t-1} + l_t) of the first speak chunk of each model turn, averaged per task, "
              "then over tasks; tool-call: mean response_ms of FDB v3 tool chunks", PAPER_COLUMNS, paper_note(5)]
     formats = {"onset ms": ".1f", "tool-call ms": ".1f"}
-    if any(cell.setup.speaks for cell in results.cells):
+    if any(cell.live and speaks(cell) for cell in results.cells):
+        notes.append(LIVE_SPEECH_NOTE)
+    if any(speaks(cell) for cell in results.cells):
         notes.append(SPEECH_NOTE)
         formats.update(SPEECH_FORMATS)
+        if buffered:
+            notes.append(PLAYBACK_DELAY_NOTE)
     title = "Table 5: user-perceived latency (ms): response onset and tool-call latency"
     return Table("table5_latency", title, pd.DataFrame(rows), formats, notes, [], provenance_notes(results))
 
 
 SPEECH_FORMATS = {"onset to first audio ms": ".1f", "replies with audio": ".0f", "stalls": ".0f",
-                  "total stall ms": ".1f", "stalls per min of speech": ".2f", "speech s": ".1f"}
+                  "total stall ms": ".1f", "stalls per min of speech": ".2f", "speech s": ".1f", "playback delay ms": "g"}
 SPEECH_NOTE = ("runs with a talker (talker column or setup): onset to first audio: from the arrival of a reply's first "
                "chunk until its first audio plays (the text onset plus the talker's time to its first audio; "
                "sessions' first_audio_latencies_ms), averaged per task, then over tasks; stalls: silences inside a "
@@ -184,11 +206,32 @@ SPEECH_NOTE = ("runs with a talker (talker column or setup): onset to first audi
                "speech (speech s: the audio the talker made); runs without a talker leave these empty")
 
 
-def _speech_columns(cell: Cell) -> dict:
+LIVE_SPEECH_NOTE = ("live runs: the speech is the server's own audio, each piece ready when it reached the client, "
+                    "played by the same playback model; first audio from the end of the reply's first unit (per-turn "
+                    "protocol: from the commit of the user's turn)")
+
+
+def speaks(cell: Cell) -> bool:
+    """Whether a cell has speech out to show: a talker setup, or a live run whose server sent audio (a live run's
+    speech is the server's own: its sessions' ``first_audio_latencies_ms``)."""
+    if cell.setup.speaks:
+        return True
+    return cell.live and bool(cell.sessions["first_audio_latencies_ms"].map(
+        lambda v: v is not None and len(v) > 0).any())
+
+
+PLAYBACK_DELAY_NOTE = ("playback delay ms: the jitter buffer the assistant's speech was played with "
+                       "(config.playback_delay_ms; ticktock.results.playback): a reply starts to play once that much of "
+                       "its audio is ready, or all of it, 0: as soon as its first piece is ready; a longer delay trades "
+                       "a later first audio for fewer and shorter stalls; runs with different delays are different setups")
+
+
+def _speech_columns(cell: Cell, buffered: bool = False) -> dict:
     """Table 5's columns of a cell with a talker: first-audio onset and stalls (``metrics.first_audio_latency``,
-    ``metrics.stalls``)."""
+    ``metrics.stalls``), after the playback delay they were played with when ``buffered`` (some setup has one)."""
     audio, stalled = metrics.first_audio_latency(cell.sessions), metrics.stalls(cell.sessions)
-    return {"onset to first audio ms": audio["first_audio_ms"], "replies with audio": audio["replies"],
+    delay = {"playback delay ms": cell.setup.playback_delay_ms} if buffered else {}
+    return {**delay, "onset to first audio ms": audio["first_audio_ms"], "replies with audio": audio["replies"],
             "stalls": stalled["stalls"], "total stall ms": stalled["stall_ms"],
             "stalls per min of speech": stalled["per_min"], "speech s": stalled["speech_s"]}
 

@@ -5,8 +5,9 @@ the tables command is a run directory, a folder searched recursively for run dir
 either. Runs are grouped by **setup** (model, clock and profile with its audio-encoding what-if (run.json
 ``clock.encode_scale``, 1 when absent), device, sampling, seed, and how many sessions shared the device:
 ``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy, and the talker
-that spoke the assistant's text with its settings: ``config.talker``, none for a run without one): only runs of
-the same setup are ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
+that spoke the assistant's text with its settings: ``config.talker``, none for a run without one, and the jitter
+buffer its speech was played with: ``config.playback_delay_ms``, 0 when absent): only runs of the same setup are
+ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
 share a cell when they hold disjoint sessions (e.g. one run per task, or the shards of a sharded run: all of them,
 each once, complete; ``check_splits``), never the same chunk twice.
 
@@ -67,9 +68,11 @@ from ticktock.results.rows import SESSION_SPEECH_COLUMNS, SPEECH_COLUMNS
 from ticktock.results.schema import SCHEMA_VERSION, TABLES
 
 VERSION_KEY = b"ticktock_schema_version"
-OLDEST_READ = 6  # results of schema versions 6 to SCHEMA_VERSION are read: 7 only added the speech-out columns
-ADDED_IN = {7: {"chunks": SPEECH_COLUMNS, "sessions": SESSION_SPEECH_COLUMNS}}  # version -> columns it added
+OLDEST_READ = 6  # results of schema versions 6 to SCHEMA_VERSION are read: 7 and 8 only added columns (ADDED_IN)
+ADDED_IN = {7: {"chunks": SPEECH_COLUMNS, "sessions": SESSION_SPEECH_COLUMNS},
+            8: {"chunks": ("send_lag_ms",), "sessions": ("max_send_lag_ms",)}}  # version -> columns it added
 GLOB_CHARS = set("*?[")
+LIVE_CLOCK = "live:"  # the clock label of a live run: live:<protocol> (ticktock.endpoints)
 
 
 class TablesError(TickTockError, RuntimeError):
@@ -99,11 +102,18 @@ class Setup:
     talker: str = "none"  # what spoke the assistant's text (config.talker.name): none, espeak, piper, modeled
     talker_args: str = ""  # its settings (canonical JSON, "" when none; ``talker_of``)
     encode_scale: float = 1.0  # the modeled clock's factor on audio-encoding costs (run.json clock.encode_scale; 1: none)
+    playback_delay_ms: float = 0.0  # the speech's jitter buffer (config.playback_delay_ms; 0: none or absent)
 
     @property
     def speaks(self) -> bool:
         """A run with a talker: its speech is synthesized and placed (the speech-out columns are filled)."""
         return self.talker != "none"
+
+    @property
+    def live(self) -> bool:
+        """A live run's setup: sessions streamed into a running server (``ticktock.endpoints``; clock
+        ``live:<protocol>``), measured from the client's event stamps, never merged with an in-process setup."""
+        return self.clock.startswith(LIVE_CLOCK)
 
     @property
     def shares_device(self) -> bool:
@@ -116,12 +126,12 @@ class Setup:
 
     def without_temperature(self) -> tuple:
         return (self.model, self.clock, self.encode_scale, self.device, self.top_k, self.top_p, self.seed,
-                *self.sharing(), self.talker, self.talker_args)
+                *self.sharing(), self.talker, self.talker_args, self.playback_delay_ms)
 
     def without_sharing(self) -> tuple:
         """Everything but the concurrency fields (Figure 4c compares N within this)."""
         return (self.model, self.clock, self.encode_scale, self.device, self.temperature, self.top_k, self.top_p,
-                self.seed, self.talker, self.talker_args)
+                self.seed, self.talker, self.talker_args, self.playback_delay_ms)
 
 
 @dataclass
@@ -163,6 +173,17 @@ class Run:
         return (self.meta.get("clock") or {}).get("profile_sha256")
 
     @property
+    def live(self) -> bool:
+        """A live run (run.json ``clock.kind`` "live", ``ticktock.endpoints.run``)."""
+        return (self.meta.get("clock") or {}).get("kind") == "live"
+
+    @property
+    def per_unit(self) -> bool:
+        """Whether the run measured every unit (run.json ``clock.per_unit``; every in-process run does): a live run
+        of a turn-based protocol measures replies, with no lag, post-audio latency or deadline misses."""
+        return (self.meta.get("clock") or {}).get("per_unit") is not False
+
+    @property
     def shard_count(self) -> int:
         return int((self.meta.get("shard") or {}).get("count", 1))
 
@@ -197,6 +218,7 @@ class Run:
             **sharing_of(config),
             **talker_of(config),
             encode_scale=float(clock.get("encode_scale", 1.0)),
+            playback_delay_ms=float(config.get("playback_delay_ms") or 0.0),
         )
 
 
@@ -295,6 +317,15 @@ class Cell:
     def meta(self) -> dict:
         return self.runs[0].meta
 
+    @property
+    def live(self) -> bool:
+        return any(run.live for run in self.runs)
+
+    @property
+    def per_unit(self) -> bool:
+        """False when a run of the cell measured replies, not units (a turn-based live protocol: ``Run.per_unit``)."""
+        return all(run.per_unit for run in self.runs)
+
 
 @dataclass
 class Results:
@@ -344,7 +375,7 @@ def decoder_order(name: str) -> tuple:
 def setup_order(setup: Setup) -> tuple:
     return (setup.model, setup.clock, setup.encode_scale, setup.device, setup.temperature, setup.top_k, setup.top_p,
             setup.seed, setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger, setup.draft_policy,
-            setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args)
+            setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args, setup.playback_delay_ms)
 
 
 def discover(arguments: list[str | Path]) -> list[Path]:

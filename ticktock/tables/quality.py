@@ -45,6 +45,7 @@ from ticktock.tables.common import (Table, provenance_notes, run_names, setup_co
                                     single_session, varying)
 from ticktock.tables.load import Cell, Results
 
+NOT_CHECKED_LIVE = "not checked: live"
 LOSSY_DECODERS: frozenset[str] = frozenset()  # every decoder of the harness is lossless
 QUALITY_METRICS = ["qa", "tool_strict", "tool_args", "tool_json", "respond", "false_speak", "pause", "stop", "keep", "ignore",
                    "backchannel", "backchannel_jsd"]
@@ -67,11 +68,14 @@ def wilson(hits: int, trials: int, z: float = Z95) -> tuple[float, float]:
 
 def exact_arithmetic(cell: Cell) -> tuple[bool, str]:
     """Whether a cell's runs computed in exact arithmetic for token identity (fp32 with eager attention), and its
-    label, from run.json's model facts (a run that records neither is taken as exact: the strict reading).
+    label, from run.json's model facts (a run that records neither is taken as exact: the strict reading; a live run
+    is not: the client cannot know the server's arithmetic).
 
     >>> exact_arithmetic(type("C", (), {"runs": []})())
     (True, 'float32/eager')
     """
+    if any(run.live for run in cell.runs):  # the server's arithmetic is not seen by the client: never a FAILURE
+        return False, "not known (live endpoint)"
     labels = set()
     for run in cell.runs:
         model = (run.meta.get("environment") or {}).get("model") or {}
@@ -105,6 +109,10 @@ def losslessness_table(results: Results, baseline: str = "ar") -> Table:
         if base is None:
             notes.append(f"no {baseline} run for setup {setup_label(setup)}: losslessness not checked there")
             continue
+        if setup.live:
+            rows += [{**setup_columns(setup, shown), "decoder": cell.decoder, "status": NOT_CHECKED_LIVE}
+                     for cell in results.in_setup(setup) if cell is not base]
+            continue
         for cell in results.in_setup(setup):
             if cell is base:
                 continue
@@ -126,6 +134,10 @@ def losslessness_table(results: Results, baseline: str = "ar") -> Table:
                 failures.append(f"FAILURE: {cell.decoder} is lossless by design but only {check['share']:.1%} of "
                                 f"{check['chunks']} chunks are token-identical to {baseline} in setup {setup_label(setup)} "
                                 f"(first difference: {check['first_difference']}; runs {cell.names})")
+    if any(setup.live for setup in results.setups()):
+        notes.append(f"{NOT_CHECKED_LIVE}: a live run's rows hold no token ids (the client sees the server's text and "
+                     "audio, not its tokens), so token identity is not checked there; its task scores are in the "
+                     "quality table")
     notes.append(f"every decoder here is lossless: in fp32 with eager attention anything below 100% token identity "
                  f"with {baseline} is a FAILURE; in other arithmetic (bf16, fused attention) a divergence is reported "
                  "with the quality metrics whose 95% Wilson intervals do not overlap the baseline's")

@@ -193,18 +193,20 @@ SCRIPT = r"""
     const match = location.hash.match(/^#viewer\?(.*)$/);
     return match ? Object.fromEntries(new URLSearchParams(match[1])) : {};
   }
+  function seen(v) { return v === null ? "n/a" : v; }  // a live run's counts: the server's own, not seen by the client
   function describe(c) {
     const lines = [`chunk ${c.chunk_index}: audio ${ms(c.start_ms)}-${ms(c.arrival_ms)} ms` +
                    (c.user_speaking ? " (user speaking)" : " (silence)") + `, deadline ${ms(c.deadline_ms)}`,
-                   `${c.kind}: “${c.text}” (${c.tokens} tokens)`,
-                   `post-audio work ${ms(c.work_start_ms)}-${ms(c.work_end_ms)}: ${c.post_audio_forwards} forwards, ` +
+                   `${c.kind}: “${c.text}” (${seen(c.tokens)} tokens)`,
+                   `post-audio work ${ms(c.work_start_ms)}-${ms(c.work_end_ms)}: ${seen(c.post_audio_forwards)} forwards, ` +
                    `response ${ms(c.response_ms)} ms (lag before ${ms(c.lag_before_ms)}, carried ${ms(c.carried_ms)})`,
-                   `draft: ${c.draft_source === null ? "none offered" : c.draft_source}, ${c.accepted_tokens}/` +
-                   `${c.draft_tokens} draft tokens accepted`];
+                   `draft: ${c.draft_source === null ? "none offered" : c.draft_source}, ${seen(c.accepted_tokens)}/` +
+                   `${seen(c.draft_tokens)} draft tokens accepted`];
     if (c.window_open_ms !== null)
       lines.push(`idle window ${ms(c.window_open_ms)}-${ms(c.arrival_ms)} (${ms(c.window_budget_ms)} ms): ` +
                  `worked until ${ms(c.window_work_end_ms)}, ${c.window_forwards} draft forwards`);
-    lines.push(c.missed_deadline ? `DEADLINE MISSED: ${ms(c.lag_ms)} ms lag carried into the next chunk` : "deadline met");
+    lines.push(c.missed_deadline === null ? "deadline not measured (per-turn protocol)" : c.missed_deadline ?
+               `DEADLINE MISSED: ${ms(c.lag_ms)} ms lag carried into the next chunk` : "deadline met");
     if (c.is_onset) lines.push(`reply onset: ${ms(c.response_ms)} ms after the audio arrived`);
     if (c.tool_call) lines.push(`tool call: ready ${ms(c.response_ms)} ms after the audio arrived`);
     return lines.join("\n");
@@ -303,7 +305,8 @@ SCRIPT = r"""
       const row = body.insertRow();
       row.className = "tt-row" + (c.missed_deadline ? " tt-missed" : "");
       const cells = [c.chunk_index, `${(c.start_ms / 1000).toFixed(2)}-${(c.arrival_ms / 1000).toFixed(2)}`, c.user_speaking ? "speaking" : "",
-                     c.kind, c.text, c.post_audio_forwards, c.draft_source ?? "–", `${c.accepted_tokens}/${c.draft_tokens}`,
+                     c.kind, c.text, seen(c.post_audio_forwards), c.draft_source ?? "–",
+                     `${seen(c.accepted_tokens)}/${seen(c.draft_tokens)}`,
                      ms(c.response_ms), ms(c.lag_ms), c.missed_deadline ? "MISSED" : ""];
       cells.forEach((value, i) => { const cell = row.insertCell(); cell.textContent = value;
                                     if (i === 4) cell.className = "tt-text"; });

@@ -1,0 +1,187 @@
+"""Bad input and faults against a live endpoint (``python -m ticktock.run model=endpoint``): each is one line naming
+the session, the event and what is wrong; a faulty session is failed while the others are written; a rerun replays
+only the sessions that did not finish; an endpoint that cannot be used at all stops the run before any folder exists.
+
+The misbehaving servers are real ones on loopback (``scripted_server``; ``ticktock serve`` for the bearer token).
+Sessions are short (2 units of real time each) and every wait is bounded (``model.event_timeout_s=2``)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from live_runs import live_run, served
+from scripted_server import scripted
+
+#: Two sessions of two units each, and short waits.
+FAST = ("task.tool_executor=null", "limit.sessions=2", "limit.chunks=2", "model.event_timeout_s=2",
+        "model.end_timeout_s=5", "model.connect_timeout_s=3")
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    from helpers import write_sessions
+
+    return write_sessions(tmp_path_factory.mktemp("faults"), count=2)
+
+
+def overrides(manifest, *more: str) -> tuple[str, ...]:
+    return (f"task.manifest={manifest}", *FAST, *more)
+
+
+def refused(capsys, call) -> tuple[int, str]:
+    """Run ``call`` as the command does (``user_errors``): its exit code and its stderr, which must be one line."""
+    from ticktock.errors import user_errors
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        with user_errors():
+            call()
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("ticktock: error: "), err
+    return done.value.code, err.strip()
+
+
+def run_json(run_dir) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def written(run_dir) -> set[str]:
+    return set(pq.read_table(run_dir / "sessions.parquet", columns=["session_id"]).column(0).to_pylist())
+
+
+def one_failed(run_dir, session_id: str, *words: str) -> str:
+    """The run completed with ``session_id`` failed (its reason naming it and holding ``words``) and the other written;
+    the reason."""
+    meta = run_json(run_dir)
+    assert meta["status"] == "complete"
+    assert [f["session_id"] for f in meta["failed_sessions"]] == [session_id]
+    reason = meta["failed_sessions"][0]["error"]
+    assert reason.startswith(f"session {session_id}: ") and "\n" not in reason
+    for word in words:
+        assert word in reason, reason
+    assert written(run_dir) == {"s0", "s1"} - {session_id}
+    return reason
+
+
+# ---------------------------------------------------------------------------------- before any work
+
+
+def test_an_unreachable_endpoint_is_exit_5_in_one_line_and_no_folder(tmp_path, manifest, capsys):
+    code, line = refused(capsys, lambda: live_run(tmp_path / "run", "ws://127.0.0.1:9/v1/realtime",
+                                                  *overrides(manifest)))
+    assert code == 5 and "ws://127.0.0.1:9/v1/realtime" in line and "cannot connect" in line
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("option, key", [("model.url=http://127.0.0.1:9/v1/realtime", "model.url"),
+                                         ("model.frame_ms=30", "model.frame_ms"),
+                                         ("model.token_env=TICKTOCK_TEST_UNSET_TOKEN", "model.token_env")])
+def test_a_bad_endpoint_option_is_exit_2_before_any_connection(tmp_path, manifest, capsys, monkeypatch, option,
+                                                                key):
+    monkeypatch.delenv("TICKTOCK_TEST_UNSET_TOKEN", raising=False)
+    with scripted() as server:
+        code, line = refused(capsys, lambda: live_run(tmp_path / "run", server.url, *overrides(manifest, option)))
+        assert server.connections == 0
+    assert code == 2 and line.startswith(f"ticktock: error: {key}: ")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("token", [None, "wrong"])
+def test_a_server_that_refuses_the_token_stops_the_run_at_the_probe(tmp_path, manifest, capsys, monkeypatch, token):
+    monkeypatch.setenv("TICKTOCK_TEST_SERVER_TOKEN", "right")
+    given = ()
+    if token is not None:
+        monkeypatch.setenv("TICKTOCK_TEST_CLIENT_TOKEN", token)
+        given = ("model.token_env=TICKTOCK_TEST_CLIENT_TOKEN",)
+    with served("decoder=ar", "serve.token_env=TICKTOCK_TEST_SERVER_TOKEN") as url:
+        code, line = refused(capsys, lambda: live_run(tmp_path / "run", f"{url}/v1/realtime",
+                                                      *overrides(manifest, *given)))
+    assert code == 5 and "invalid_api_key" in line and "right" not in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_audio_file_stops_the_run_before_any_connection(tmp_path, capsys):
+    from helpers import write_sessions
+
+    manifest = write_sessions(tmp_path / "corpus", count=2)
+    (tmp_path / "corpus" / "audio" / "s1.flac").unlink()
+    with scripted() as server:
+        code, line = refused(capsys, lambda: live_run(tmp_path / "run", server.url, *overrides(manifest)))
+        assert server.connections == 0
+    assert code == 3 and "s1.flac: audio file not found (session s1" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_audio_file_is_skipped_and_listed_with_skip_bad_sessions(tmp_path):
+    from helpers import write_sessions
+
+    manifest = write_sessions(tmp_path / "corpus", count=2)
+    (tmp_path / "corpus" / "audio" / "s1.flac").unlink()
+    with scripted() as server:
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest, "skip_bad_sessions=true"))
+    meta = run_json(tmp_path / "run")
+    assert summary.sessions == 1 and summary.skipped == 1 and written(tmp_path / "run") == {"s0"}
+    assert [s["session_id"] for s in meta["skipped_sessions"]] == ["s1"] and meta["failed_sessions"] == []
+
+
+# ---------------------------------------------------------------------------------- during a session
+
+
+def test_a_session_the_server_refuses_fails_and_the_other_is_written(tmp_path, manifest):
+    with scripted({2: "refuse"}) as server:  # connection 0 is the probe, 1 the first session
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest))
+    assert summary.failed == 1 and summary.sessions == 1
+    one_failed(tmp_path / "run", "s1", "resource_exhausted")
+
+
+def test_a_server_closing_mid_session_fails_that_session_and_a_rerun_replays_only_it(tmp_path, manifest, capsys):
+    with scripted({1: "close_after_1"}) as server:
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest))
+        assert summary.failed == 1
+        reason = one_failed(tmp_path / "run", "s0", "closed the connection", "after 1 of 2 units")
+        assert reason in capsys.readouterr().err
+        server.script = {}  # behaving now
+        again = live_run(tmp_path / "run", server.url, *overrides(manifest))
+    assert "resumed 1 of 2 sessions" in capsys.readouterr().err
+    assert again.failed == 0 and written(tmp_path / "run") == {"s0", "s1"}
+    meta = run_json(tmp_path / "run")
+    assert meta["status"] == "complete" and meta["failed_sessions"] == []
+    assert len(pq.read_table(tmp_path / "run" / "chunks.parquet")) == 4
+
+
+@pytest.mark.parametrize("behaviour, words", [
+    ("malformed_after_1", ("server event", "JSON")),
+    ("twice_0", ("response.listen for unit 0", "already decided")),
+    ("ahead_0", ("response.listen for unit 1 before unit 0", "out of order")),
+    ("bad_audio_0", ("response.output_audio.delta", "'delta' is not base64")),
+])
+def test_a_server_event_that_cannot_be_used_fails_the_session_in_one_line(tmp_path, manifest, behaviour, words):
+    with scripted({1: behaviour}) as server:
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest))
+    assert summary.failed == 1 and summary.sessions == 1
+    one_failed(tmp_path / "run", "s0", *words)
+
+
+def test_unknown_server_events_are_ignored(tmp_path, manifest):
+    with scripted({1: "unknown", 2: "unknown"}) as server:
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest))
+    meta = run_json(tmp_path / "run")
+    assert summary.failed == 0 and meta["failed_sessions"] == [] and written(tmp_path / "run") == {"s0", "s1"}
+    assert len(pq.read_table(tmp_path / "run" / "chunks.parquet")) == 4
+
+
+def test_a_server_that_never_answers_fails_the_session_within_the_event_timeout(tmp_path, manifest):
+    with scripted({1: "silent"}) as server:
+        began = time.monotonic()
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest, "limit.sessions=1"))
+        took = time.monotonic() - began
+    meta = run_json(tmp_path / "run")
+    assert summary.failed == 1 and meta["status"] == "complete"
+    reason = meta["failed_sessions"][0]["error"]
+    assert reason.startswith("session s0: ") and "unit 0's decision was awaited" in reason, reason
+    assert "nothing for 2.0 s (model.event_timeout_s)" in reason, reason
+    assert took < 15, took  # 2 s of audio, then at most model.event_timeout_s=2 (and the run's own start)

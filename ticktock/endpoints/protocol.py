@@ -1,0 +1,66 @@
+"""The contract of a live endpoint's wire protocol: which client events a session sends, and whether the server
+reports a decision for every unit.
+
+A protocol is one module and one config (``configs/protocol/<name>.yaml``, selected with ``protocol=<name>``): a class
+with the methods below, each returning the client events (JSON objects) to send at that moment of a session. The
+client (``ticktock.endpoints.client``) calls them; the events the server sends back are read by one codec for every
+protocol (``ticktock.serve.client_events.parse_server_event``), since the OpenAI Realtime GA vocabulary is common to
+them.
+
+``per_unit``: True when the server decides every unit itself and says so (vLLM-Omni's ``response.listen`` /
+``response.speak``): each unit's response time, lag and deadline miss are measured; False for a turn-based server,
+which answers committed turns (``ticktock.endpoints.measure`` says what is measured then).
+
+Example (the events of a session's opening, as the vLLM-Omni duplex protocol sends them)::
+
+    >>> from ticktock.endpoints.vllm_omni_duplex import VllmOmniDuplex
+    >>> [event["type"] for event in VllmOmniDuplex().opening("Be brief.", [])]
+    ['session.update']
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from ticktock.serve import client_events
+
+
+class EndpointProtocol:
+    """The base of every protocol: the events common to OpenAI-style servers. Subclasses set ``per_unit`` and
+    override what differs."""
+
+    name = "protocol"
+    per_unit = False
+
+    def url(self, url: str) -> str:
+        """The URL to connect to, from the one the user gave (as given, by default)."""
+        return url
+
+    def opening(self, instructions: str | None, tools: list[Mapping[str, object]]) -> list[dict]:
+        """The events sent once connected: the session's settings (instructions, tools, PCM16 16 kHz input)."""
+        return [client_events.session_update(instructions, tools)]
+
+    def frame(self, samples: np.ndarray) -> list[dict]:
+        """The events carrying one frame of audio (16 kHz mono float32)."""
+        return [client_events.append(samples)]
+
+    def turn_ended(self) -> list[dict]:
+        """The events sent when the user's turn ends (its last frame sent); none by default."""
+        return []
+
+    def input_ended(self) -> list[dict]:
+        """The events sent after the session's last frame."""
+        return []
+
+    def answer(self, call_id: str, output: str) -> list[dict]:
+        """The answer to the server's function call ``call_id``."""
+        return [client_events.function_call_output(call_id, output)]
+
+    def played(self, played_ms: float, response_id: str | None) -> list[dict]:
+        """The events telling how much of the assistant's speech the client has played; none by default."""
+        return []
+
+    def describe(self) -> dict:
+        return {"name": self.name, "per_unit": self.per_unit}
