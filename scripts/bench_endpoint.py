@@ -6,10 +6,10 @@ Three parts, each printed as it ends (every figure is wall time on this CPU, loo
 1. ``texts``: for each decoder (AR and Speculative Listening on streaming audio by default) and each of ``--runs``
    runs (the decoders alternate, A B A B, so a drift of the machine's speed reaches both), ``--per-task`` sessions of
    every task type of the mini corpus are replayed live (``model=endpoint``) into ``ticktock serve decoder=D
-   threads=1`` and in process on the wall clock (``threads=1``). It prints: units whose text or kind differ (live vs
-   in process), the speak-unit speedup of each decoder over AR (mean response time of the speak units, per run, then
-   the median over runs) live and in process and their ratio, and the median over units of the live response time
-   minus the in-process one (the same unit paired).
+   threads=1`` and in process on the wall clock (``threads=1``). It prints: units whose decision, words or tool calls
+   differ (live vs in process), the speak-unit speedup of each decoder over AR (mean response time of the units that
+   speak in process, the same units live, per run, then the median over runs) live and in process and their ratio,
+   and the median over units of the live response time minus the in-process one (the same unit paired).
 2. ``capacity``: for AR and Speculative Listening (streaming), the most sessions at once the server keeps within the
    deadline criteria (``ticktock.tables.capacity``: misses <= 5% of units, 95th-percentile onset <= 500 ms), searched
    by doubling then bisecting N (``search_capacity``) with live runs of ``concurrency.sessions=N``, and the ratio.
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import signal
@@ -58,7 +59,8 @@ def parse_args(argv):
     parser.add_argument("--limit", type=whole_number(1, 64), default=16, help="the largest N part 2 tries")
     parser.add_argument("--capacity-per-task", type=whole_number(1, 13), default=1,
                         help="part 2's sessions per task type (default 1: 8 sessions, N up to 8)")
-    parser.add_argument("--delay", type=whole_number(1, 10_000), default=400, help="part 3's jitter buffer, ms")
+    parser.add_argument("--delay", type=whole_number(1, 10_000), default=1500,
+                        help="part 3's jitter buffer, ms (default 1500: eSpeak's first pieces hold about a second)")
     args = parser.parse_args(argv)
     args.parts = [p for p in args.parts.split(",") if p]
     wrong = [p for p in args.parts if p not in PARTS]
@@ -127,8 +129,32 @@ def chunks(folder: Path):
 
 
 def lexical(text: str) -> str:
-    """A unit's words, as a listener hears them (the in-process rows keep the model's structural tokens)."""
-    return " ".join(re.sub(r"<\|[^|]*\|>|<[^>]*>", " ", text or "").split())
+    """A unit's words, as a listener hears them (the in-process rows keep the model's structural tokens and tool-call
+    markup; a live unit's text is the words the server sent)."""
+    text = re.sub(r"<tool_call>.*?</tool_call>", " ", text or "", flags=re.DOTALL)
+    return " ".join(re.sub(r"<\|[^|]*\|>|<[^>]*>", " ", text).split())
+
+
+def decision(kind: str) -> str:
+    """The duplex contract's decision of a unit: listen, or speak (a backchannel and a tool call are speak decisions
+    on the wire; ``ticktock serve`` also says which, ``ticktock.kind``)."""
+    return "listen" if kind in ("listen", "other") else "speak"
+
+
+def calls(text: str) -> list:
+    return json.loads(text) if text else []
+
+
+def differing_units(both) -> tuple[int, int]:
+    """Paired units whose decision, words or tool calls differ; and those whose kind differs at all."""
+    differ = exact = 0
+    for row in both.itertuples():
+        same = (decision(row.kind_live) == decision(row.kind_replayed)
+                and lexical(row.output_text_live) == lexical(row.output_text_replayed)
+                and calls(row.tool_calls_json_live) == calls(row.tool_calls_json_replayed))
+        differ += not same
+        exact += row.kind_live != row.kind_replayed
+    return differ, exact
 
 
 # ------------------------------------------------------------------------------------------------- part 1
@@ -137,25 +163,26 @@ def lexical(text: str) -> str:
 def part_texts(args, out: Path) -> None:
     speak_means: dict[tuple[str, str], list[float]] = {}
     deltas: dict[str, list[float]] = {d: [] for d in args.decoders}
-    differing, units = 0, 0
+    differing, kinds_differing, units = 0, 0, 0
     for run in range(args.runs):
         for decoder in args.decoders:
             with server(f"decoder={decoder}") as url:
                 live_chunks = chunks(live(out / "texts" / f"live-{decoder}-r{run}", url, *sessions_overrides(args)))
             replayed = chunks(in_process(out / "texts" / f"replayed-{decoder}-r{run}", decoder,
                                          *sessions_overrides(args)))
-            both = live_chunks.join(replayed, lsuffix="_live", rsuffix="_replayed", how="inner")
+            both = live_chunks.add_suffix("_live").join(replayed.add_suffix("_replayed"), how="inner")
             units += len(both)
-            differing += int(sum((a != b) or (lexical(x) != lexical(y)) for a, b, x, y in zip(
-                both["kind_live"], both["kind_replayed"], both["output_text_live"], both["output_text_replayed"])))
+            differ, kinds = differing_units(both)
+            differing, kinds_differing = differing + differ, kinds_differing + kinds
             deltas[decoder] += list(both["response_ms_live"] - both["response_ms_replayed"])
-            for where, frame in (("live", live_chunks), ("in process", replayed)):
-                speak = frame[frame["kind"] == "speak"]["response_ms"]
-                speak_means.setdefault((decoder, where), []).append(float(speak.mean()))
+            speak = both[both["kind_replayed"] == "speak"]  # the same units on both sides
+            for where, column in (("live", "response_ms_live"), ("in process", "response_ms_replayed")):
+                speak_means.setdefault((decoder, where), []).append(float(speak[column].mean()))
             print(f"run {run + 1}/{args.runs} {decoder}: {len(both)} units paired", flush=True)
     print(f"\nPart 1: live vs in process (wall clock, loopback, this CPU, embedded model; {args.per_task} sessions per "
           f"task x {args.chunks} units, {args.runs} runs)")
-    print(f"  units whose kind or text differ: {differing} of {units}")
+    print(f"  units whose decision, words or tool calls differ: {differing} of {units} (kind differs: "
+          f"{kinds_differing}: backchannels are speak decisions on the wire)")
     base = args.decoders[0]
     for decoder in args.decoders:
         live_ms = statistics.median(speak_means[decoder, "live"])
@@ -222,10 +249,15 @@ def part_speech(args, out: Path) -> None:
         print(f"  {decoder:<18} {delay:>9} {first:>14.1f} {replies:>7} {stalls:>6} {stall_ms:>9.1f} {per_min:>14.1f}")
 
 
-def write_tables(out: Path) -> None:
+def write_tables(out: Path, parts: list[str]) -> None:
+    """Each part's tables from its run folders, into ``<out>/tables/<part>`` (part 1: its first run's folders; its
+    other runs repeat the same sessions, which the tables refuse to merge)."""
     from ticktock.tables.__main__ import main as tables
 
-    tables([str(out), "--out", str(out / "tables")])
+    folders = {"texts": sorted(str(p) for p in (out / "texts").glob("*-r0")), "capacity": [str(out / "capacity")],
+               "speech": [str(out / "speech")]}
+    for part in parts:
+        tables([*folders[part], "--out", str(out / "tables" / part)])
 
 
 def main(argv=None) -> int:
@@ -234,7 +266,7 @@ def main(argv=None) -> int:
     began = time.monotonic()
     for part in args.parts:
         {"texts": part_texts, "capacity": part_capacity, "speech": part_speech}[part](args, out)
-    write_tables(out)
+    write_tables(out, args.parts)
     print(f"\n(all parts: {(time.monotonic() - began) / 60:.1f} min)")
     return 0
 

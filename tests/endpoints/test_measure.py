@@ -86,3 +86,10 @@ def test_a_jitter_buffer_trades_a_later_first_audio_for_fewer_stalls():
                                      playback_delay_ms=delay_ms)
     assert rows[0.0]["first_audio_latencies_ms"] == [100.0] and rows[0.0]["total_stall_ms"] == 200.0
     assert rows[600.0]["first_audio_latencies_ms"] == [600.0] and rows[600.0]["num_stalls"] == 0
+
+
+def test_a_backchannel_the_server_names_is_a_backchannel_unit():
+    record = toy_record(ENDS[:2], [(1040.0, UnitDecided(0, True, "r1", None, "backchannel")),
+                                   (1041.0, TextDelta("r1", " right", False)), (2040.0, UnitDecided(1, False))])
+    units = measure_units(record, per_unit=True)
+    assert [u.kind for u in units] == ["backchannel", "listen"] and units[0].text == " right"

@@ -27,6 +27,9 @@ def test_every_server_event_reads_back_as_what_it_says():
     assert read(protocol.response_listen(protocol.UnitReport(unit=2))) == client.UnitDecided(2, False)
     assert read(protocol.response_listen(report, "resp_1")) == client.UnitDecided(4, False, "resp_1", 21.5)
     assert read(protocol.response_speak("resp_1", "item_1", report)) == client.UnitDecided(4, True, "resp_1", 21.5)
+    backchannel = protocol.UnitReport(unit=5, post_audio_ms=9.0, kind="backchannel")
+    assert read(protocol.response_speak("resp_1", "item_1", backchannel)) == client.UnitDecided(
+        5, True, "resp_1", 9.0, "backchannel")
     assert read(protocol.response_created("resp_1")) == client.ReplyStarted("resp_1")
     assert read(protocol.text_delta("resp_1", "item_1", "Hi")) == client.TextDelta("resp_1", "Hi", False)
     assert read(protocol.transcript_delta("resp_1", "item_1", "Hi")) == client.TextDelta("resp_1", "Hi", True)

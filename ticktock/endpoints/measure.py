@@ -10,7 +10,8 @@ unit t left the client.
   ``b_t = max(0, r_t - D)``, post-audio latency ``l_t = r_t - b_(t-1)`` (a server that answers unit t late delays
   unit t+1's response, not its post-audio latency), a deadline miss where ``r_t > D`` (D: the next unit's length,
   1000 ms);
-- a unit's kind: ``tool`` when a function call came before its decision, else its decision (``speak`` / ``listen``);
+- a unit's kind: ``tool`` when a function call came before its decision, else its decision (``speak`` / ``listen``;
+  ``backchannel`` where the server says a speak decision is one: ``ticktock serve`` does);
   its text: the text deltas after its decision (the audio transcript when the server sends no text); a spoken unit
   ends its turn when the response ends (``response.done``, or a listen decision) before the next decision;
 - response onset: ``r_t`` of the first speak unit of a reply (``ticktock.results.rows.onset_flags``, as Table 5);
@@ -122,11 +123,11 @@ def _attribute_decided(record: LiveRecord, units: list[UnitMeasure]) -> None:
             index = event.unit if event.unit is not None else index
             if index >= len(units):
                 continue
-            if current is not None and current.kind in ("speak", "tool") and not event.speak:
+            if current is not None and current.kind in ("speak", "tool", "backchannel") and not event.speak:
                 current.ends_turn = True
             current = units[index]
             current.decided_ms = at_ms
-            current.kind = "speak" if event.speak else "listen"
+            current.kind = (event.kind or "speak") if event.speak else "listen"
             if pending_calls:
                 current.kind = "tool"
                 current.calls = [_call_json(call) for _, call in pending_calls]

@@ -90,17 +90,20 @@ def run_live(cfg: DictConfig, run_dir: Path) -> "LiveRunSummary":
 
 @dataclass(frozen=True)
 class EndpointIdentity:
-    """Who the endpoint says it is: the model it reports, and ``ticktock serve``'s served model and decoder."""
+    """Who the endpoint says it is: the model it reports, and ``ticktock serve``'s served model, decoder and talker
+    (the talker, when the server says it, is the run's talker in the tables: replies spoken by eSpeak are another
+    setup than text alone)."""
 
     model: str | None
     served_model: str | None
     served_decoder: str | None
+    served_talker: str | None = None
 
     def labels(self, endpoint: Endpoint, protocol: EndpointProtocol) -> dict:
         """The run's model, decoder and clock labels (see the module docstring)."""
         model = self.model or self.served_model or "endpoint"
         return {"model": f"{model}@{endpoint.host}", "decoder": endpoint.decoder or self.served_decoder or "served",
-                "clock": f"{CLOCK}:{protocol.name}"}
+                "clock": f"{CLOCK}:{protocol.name}", "talker": self.served_talker or "none"}
 
 
 async def probe(endpoint: Endpoint, protocol: EndpointProtocol) -> EndpointIdentity:
@@ -117,7 +120,7 @@ async def probe(endpoint: Endpoint, protocol: EndpointProtocol) -> EndpointIdent
         finally:
             await live.ws.close()
     info = live.record.info
-    return EndpointIdentity(info.model, info.served_model, info.served_decoder)
+    return EndpointIdentity(info.model, info.served_model, info.served_decoder, info.served_talker)
 
 
 class _Probe:
@@ -136,6 +139,7 @@ def live_identity(cfg: DictConfig, endpoint: Endpoint, protocol: EndpointProtoco
         "model": {"name": labels["model"], **endpoint.describe()},
         "decoder": {"name": labels["decoder"]},
         "clock": {"name": labels["clock"], "protocol": protocol.describe()},
+        **({"talker": {"name": labels["talker"]}} if labels.get("talker", "none") != "none" else {}),
         "task": plain["task"],
         "chunks_limit": plain["limit"]["chunks"],
         "concurrency": plain.get("concurrency"),
@@ -151,7 +155,7 @@ def recorded_config(cfg: DictConfig, endpoint: Endpoint, labels: dict) -> dict:
     plain["model"] = {**plain["model"], "name": labels["model"], "url": endpoint.shown_url}
     plain["decoder"] = {"name": labels["decoder"]}
     plain["clock"] = {"name": labels["clock"]}
-    plain["talker"] = {"name": "none"}
+    plain["talker"] = {"name": labels.get("talker", "none")}
     return plain
 
 
@@ -196,7 +200,9 @@ def replay_live_run(cfg: DictConfig, run_dir: Path, endpoint: Endpoint, protocol
                       "per_unit": protocol.per_unit, "profile_sha256": None,
                       "profile_device": f"endpoint {endpoint.host}"},
             "environment": client_environment(endpoint, protocol, identity),
-            "decoder": {"lossless": None, "name": labels["decoder"]}, "started": time.time(), "talker": None,
+            "decoder": {"lossless": None, "name": labels["decoder"]}, "started": time.time(),
+            "talker": {"name": labels["talker"], "engine": "the server's own", "charged": "measured live"}
+            if labels["talker"] != "none" else None,
             "plugins": {}, "sessions_total": len(sessions), "shard": shard, "timing_noise": None}
     todo = sessions_to_replay(sessions, writer)
     beat = Heartbeat(lambda record: writer.write_run_json({**meta, "status": "running", "heartbeat": record}),
@@ -204,7 +210,8 @@ def replay_live_run(cfg: DictConfig, run_dir: Path, endpoint: Endpoint, protocol
     beat.beat(force=True)
     status, outcome = "interrupted", LiveOutcome()
     try:
-        asyncio.run(hold_sessions(cfg, endpoint, protocol, task, todo, writer, labels, settings, beat, outcome))
+        row_labels = {key: labels[key] for key in ("run_id", "model", "decoder", "clock")}  # every row's identity
+        asyncio.run(hold_sessions(cfg, endpoint, protocol, task, todo, writer, row_labels, settings, beat, outcome))
         status = "complete"
     except Exception as err:
         status = f"failed: {type(err).__name__}: {err}"

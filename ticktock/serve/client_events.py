@@ -111,24 +111,27 @@ def session_close() -> dict[str, object]:
 
 @dataclass(frozen=True)
 class SessionStarted:
-    """``session.created``: the model name the server reports, and, from ``ticktock serve``, the served model and
-    decoder (its additive ``ticktock`` key; None from other servers)."""
+    """``session.created``: the model name the server reports, and, from ``ticktock serve``, the served model, decoder
+    and talker (its additive ``ticktock`` key; None from other servers)."""
 
     model: str | None = None
     served_model: str | None = None
     served_decoder: str | None = None
+    served_talker: str | None = None
 
 
 @dataclass(frozen=True)
 class UnitDecided:
     """``response.listen`` / ``response.speak``: the model's decision for a unit (vLLM-Omni's duplex tier). ``unit``
     is the unit index where the server says it (``ticktock serve``'s ``ticktock.unit``), else None: the client counts
-    decisions. ``server_ms``: the server's own measurement of the unit, where it sends one."""
+    decisions. ``server_ms``: the server's own measurement of the unit, where it sends one; ``kind``: a backchannel,
+    where the server says so (``ticktock serve``; vLLM-Omni's contract has only listen and speak)."""
 
     unit: int | None
     speak: bool
     response_id: str | None = None
     server_ms: float | None = None
+    kind: str | None = None  # ticktock serve's ``ticktock.kind``: "backchannel" for a backchannel sent as speak
 
 
 @dataclass(frozen=True)
@@ -233,14 +236,15 @@ def _response_id(fields: _Fields) -> str | None:
 def _session_started(fields: _Fields) -> SessionStarted:
     session = fields.nested("session") or _Fields({}, fields.event_type, None)
     ours = session.nested("ticktock") or _Fields({}, fields.event_type, None)
-    return SessionStarted(session.text("model"), ours.text("model"), ours.text("decoder"))
+    return SessionStarted(session.text("model"), ours.text("model"), ours.text("decoder"), ours.text("talker"))
 
 
 def _unit_decided(fields: _Fields) -> UnitDecided:
     ours = fields.nested("ticktock") or _Fields({}, fields.event_type, None, "ticktock.")
     server_ms = ours.read("post_audio_ms", (int, float), "a number")
+    kind = ours.text("kind")
     return UnitDecided(ours.integer("unit"), fields.event_type == "response.speak", _response_id(fields),
-                       None if server_ms is None else float(server_ms))
+                       None if server_ms is None else float(server_ms), kind if kind == "backchannel" else None)
 
 
 def _text_delta(fields: _Fields) -> TextDelta:

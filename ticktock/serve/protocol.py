@@ -666,7 +666,9 @@ def new_event_id() -> str:
 class UnitReport:
     """TickTock's measurements of one unit, sent under the additive ``ticktock`` key of its decision event: the unit
     index, the time from its last sample to its decision (ms), whether Speculative Listening's draft was accepted
-    (None for other decoders) and whether the unit missed its deadline. A None measurement is left out.
+    (None for other decoders), whether the unit missed its deadline, and its kind where the contract's two decisions
+    cannot say it (a backchannel is sent as ``response.speak``; ``kind`` says ``backchannel``). A None measurement is
+    left out.
 
     >>> UnitReport(unit=2, post_audio_ms=40.0).wire()
     {'unit': 2, 'post_audio_ms': 40.0}
@@ -676,10 +678,11 @@ class UnitReport:
     post_audio_ms: float | None = None
     draft_accepted: bool | None = None
     deadline_miss: bool | None = None
+    kind: str | None = None  # TickTock's kind where the two decisions cannot say it: "backchannel" (sent as speak)
 
     def wire(self) -> dict[str, object]:
         values = {"unit": self.unit, "post_audio_ms": self.post_audio_ms, "draft_accepted": self.draft_accepted,
-                  "deadline_miss": self.deadline_miss}
+                  "deadline_miss": self.deadline_miss, "kind": self.kind}
         return {name: value for name, value in values.items() if value is not None}
 
 

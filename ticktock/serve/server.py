@@ -144,13 +144,14 @@ class Connection:
     ``duplex`` or ``turns`` (``serving_mode``); ``decoder_name`` labels the session with ``model_name``."""
 
     def __init__(self, ws: web.WebSocketResponse, session_id: str, model_name: str, loop: asyncio.AbstractEventLoop,
-                 decoder_name: str | None = None, mode: str = "duplex"):
+                 decoder_name: str | None = None, mode: str = "duplex", talker_name: str | None = None):
         self.ws = ws
         self.session_id = session_id
         self.loop = loop
         self.mode = mode
         self.model_name = model_name
         self.decoder_name = decoder_name
+        self.talker_name = talker_name
         self.settings = protocol.SessionSettings(model=model_name)
         self.session: ServedSession | None = None
         self.outgoing: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE)
@@ -186,8 +187,10 @@ class Connection:
 
     def session_object(self) -> dict:
         """The session object of ``session.created`` / ``.updated``, with what is served under the additive
-        ``ticktock`` key: ``{"mode": "duplex" or "turns", "model": adapter name, "decoder": decoder name}``."""
-        labels = {"mode": self.mode, "model": self.model_name, "decoder": self.decoder_name}
+        ``ticktock`` key: ``{"mode": "duplex" or "turns", "model": adapter name, "decoder": decoder name, "talker":
+        talker name}`` (a live run against this server is labelled by them: ``ticktock.endpoints.run``)."""
+        labels = {"mode": self.mode, "model": self.model_name, "decoder": self.decoder_name,
+                  "talker": self.talker_name}
         return {**protocol.session_object(self.session_id, self.settings), "ticktock": labels}
 
     # ----------------------------------------------------------------------------------- the session's reports
@@ -221,7 +224,7 @@ class Connection:
         follows once the talker has spoken it: ``on_speech``). In turn mode the same without the decision events
         (``response.listen`` / ``response.speak``): a listen unit only ends the response being spoken."""
         measured = protocol.UnitReport(report.index, round(report.served_ms, 2), report.draft_accepted,
-                                       report.deadline_miss)
+                                       report.deadline_miss, "backchannel" if report.kind == "backchannel" else None)
         if report.decision == "listen":  # ends the response being spoken: response.done (OpenAI's clients wait for it)
             ending, self.response_id = self.response_id, None
             listen = [] if self.turns else [protocol.response_listen(measured)]
@@ -351,7 +354,8 @@ class Server:
 
     def open(self, ws: web.WebSocketResponse, mode: str = "duplex") -> Connection:
         connection = Connection(ws, f"sess_{uuid.uuid4().hex[:16]}", self.model.model_name,
-                                asyncio.get_running_loop(), decoder_name=self.model.decoder_name, mode=mode)
+                                asyncio.get_running_loop(), decoder_name=self.model.decoder_name, mode=mode,
+                                talker_name=self.model.talker_name)
         connection.session = ServedSession(self.model, connection.session_id, connection.on_unit, connection.on_call,
                                            connection.on_end, max_ahead_s=self.options.max_ahead_s,
                                            tool_timeout_s=self.options.tool_timeout_s,

@@ -92,6 +92,11 @@ class ServedModel:
         it."""
         return str(self.cfg.decoder.name)
 
+    @property
+    def talker_name(self) -> str:
+        """The talker that speaks the served replies (``none``, ``espeak``...), as ``session.created`` gives it."""
+        return str((self.cfg.get("talker") or {}).get("name") or "none")
+
     def decoder(self):
         """A fresh decoder of the config's ``decoder`` (each session has its own: decoders keep per-session state)."""
         return self._build(self.cfg.decoder)

@@ -67,9 +67,10 @@ def listen_choice(results: Results, requested: tuple[str, ...] = (), cases: list
     """(talker setup, session id) of every track to make: ``requested`` sessions in each talker setup holding them
     (an unknown one: a ``TablesError`` naming it and the sessions there are), else each talker setup's case-study
     sessions (``cases`` of that setup, or ``pick_cases`` within it; its first session when there is none). Runs of one
-    session alone on the device only (as the viewer shows)."""
+    session alone on the device only (as the viewer shows); never a live run (the server's talker spoke it: its audio
+    cannot be re-synthesized here)."""
     results = results.single_session()
-    talking = [s for s in results.setups() if s.speaks]
+    talking = [s for s in results.setups() if s.speaks and not s.live]  # a live run's talker is the server's
     if requested:
         return [(setup, session_id) for session_id in dict.fromkeys(requested)
                 for setup in _holders(results, talking, session_id)]
