@@ -14,7 +14,7 @@ servers add events freely, and a client must not fail on them.
 >>> from ticktock.serve import protocol
 >>> event = parse_server_event(json.dumps(protocol.response_speak("resp_1", "item_1", protocol.UnitReport(3, 12.5))))
 >>> event
-UnitDecided(unit=3, speak=True, response_id='resp_1', server_ms=12.5)
+UnitDecided(unit=3, speak=True, response_id='resp_1', server_ms=12.5, kind=None)
 >>> parse_server_event('{"type": "response.output_audio.delta", "delta": "AAAAQA==", "sample_rate_hz": 24000}')
 AudioDelta(response_id=None, samples=2, sample_rate_hz=24000, sha256='d88c86f1')
 >>> try:
@@ -215,7 +215,7 @@ def parse_server_event(frame: str | bytes) -> ServerEvent:
     """One server frame as its typed event (see the module docstring); ``ProtocolError`` when it cannot be read.
 
     >>> parse_server_event('{"type": "response.listen", "response": {"status": "listening"}}')
-    UnitDecided(unit=None, speak=False, response_id=None, server_ms=None)
+    UnitDecided(unit=None, speak=False, response_id=None, server_ms=None, kind=None)
     >>> parse_server_event('{"type": "session.heartbeat_ack"}')
     Other(type='session.heartbeat_ack')
     """
