@@ -87,8 +87,40 @@ RULES: dict[str, Rule] = {
     "python -m ticktock.run model=gander model.path=$HOME/ckpt/gander decoder=speclisten clock=wall":
         Rule(LIMIT, ONE_SESSION),
     "python scripts/make_miniature.py --model gander --out work_data/mini-gander": Rule(RUN),
-    "python -m ticktock.calibrate model=minicpmo45 model.random_init=true model.device=cuda "
+    "python -m ticktock.calibrate model=minicpmo45 model.random_init=true device=cuda "
     "out=minicpmo45-profile.yaml": Rule(COMPOSE, why="needs a CUDA GPU"),
+    # docs/gpu.md (and the real-models.md downloads above): every GPU line is run, and must stop in one line
+    "source .venv/bin/activate": Rule(RUN, why="each command runs in its own shell here: activating is checked to work"),
+    "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"":
+        Rule(RUN, says="2.13.0", why="this machine's torch: the CPU build"),
+    "python -m ticktock.doctor": Rule(RUN, needs=("real-model miniatures",), says="gander"),
+    "export TICKTOCK_WEIGHTS_GANDER=$HOME/ckpt/gander": Rule(ENV),
+    "hf download openbmb/MiniCPM-o-4_5 --local-dir ~/ckpt/minicpmo45":
+        Rule(STAND_IN, needs=("real-model miniatures",), why="no network: the MiniCPM-o 4.5 miniature"),
+    "hf download inclusionAI/Realtime-Venus --local-dir ~/ckpt/realtime-venus":
+        Rule(STAND_IN, needs=("real-model miniatures",), why="no network: the Realtime-Venus miniature, in its folder"),
+    "hf download Qwen/Qwen2.5-Omni-7B --local-dir ~/ckpt/qwen2.5-omni-7b":
+        Rule(STAND_IN, needs=("real-model miniatures",), why="no network: the Qwen2.5-Omni miniature"),
+    "python -m ticktock.run model=gander model.path=$HOME/ckpt/gander device=cuda decoder=speclisten limit.sessions=2":
+        Rule(RUN, exit_code=2, says="ticktock: error: device: cuda asked for, but this process sees no CUDA device",
+             why="no GPU here: the one line it stops with, before any work"),
+    "python -m ticktock.calibrate --gpu model=gander":
+        Rule(RUN, exit_code=2, says="ticktock: error: --gpu: this process sees no CUDA device",
+             why="no GPU here: the one line it stops with, before any work"),
+    "python -m ticktock.calibrate --gpu model=streaming_slm model.path=$HOME/ckpt/qwen2.5-omni-7b":
+        Rule(RUN, exit_code=2, says="ticktock: error: --gpu: this process sees no CUDA device",
+             why="no GPU here: the one line it stops with, before any work"),
+    "python -m ticktock.corpus.bench build --out $TICKTOCK_DATA/tickbench --src fdb_v1=~/dl/fdb --src fdb_v1_5=~/dl/fdb "
+    "--src fdb_v3=~/dl/fdb_v3_data_released "
+    "--backchannel-gt ~/src/Full-Duplex-Bench/v1_v1.5/evaluation/icc_gt_distribution.json":
+        Rule(RUN, needs=("downloads",), says="paper: 760 sessions, 15,883 chunks",
+             why="small copies of the Full-Duplex-Bench sources; the Hub sources are missing offline"),
+    "python -m ticktock.run -m hydra.sweep.dir=results/sweeps/gander task=ticktock_bench device=cuda model=gander "
+    "model.path=$HOME/ckpt/gander clock=modeled clock.profile=configs/profiles/$GPU_PROFILE "
+    "decoder=ar,pld,recycling,lookahead,speclisten": Rule(COMPOSE, why="a GPU, the real weights and its profile"),
+    "export GPU_PROFILE=nvidia-a100-sxm4-80gb-gander.yaml": Rule(ENV),
+    "python -m ticktock.tables results/sweeps/gander --out results/tables/gander":
+        Rule(RUN, needs=("gander miniature sweep",), why="the sweep's stand-in: AR and SL on the Gander miniature"),
     # docs/replay.md
     "python scripts/bench_stream.py": Rule(LIMIT, f"--per-task 1 --temperatures 0.0 {TWO_SESSIONS}",
                                            why="40 minutes on the whole corpus"),
@@ -171,8 +203,9 @@ RULES: dict[str, Rule] = {
     # docs/datasets.md
     "python -m ticktock.corpus.bench export manifests/ticktock-mini --out mini-dataset --name TickTock-Bench-mini":
         Rule(RUN, says="sessions= 104 chunks=  1890"),
-    "python -c 'from datasets import load_dataset; print(load_dataset(\"mini-dataset\", \"fdb_v3\", split=\"test\"))'":
-        Rule(RUN, says="num_rows: 13"),
+    "python -c 'from datasets import Audio, load_dataset; rows = load_dataset(\"mini-dataset\", \"fdb_v3\", "
+    "split=\"test\").cast_column(\"audio\", Audio(decode=False)); print(rows); print(rows[0][\"session_id\"], "
+    "len(rows[0][\"audio\"][\"bytes\"]), \"bytes of FLAC\")'": Rule(RUN, says="num_rows: 13"),
     "python -m ticktock.run task=hf task.dataset=mini-dataset task.config=fdb_v3": Rule(LIMIT, ONE_SESSION),
     "python -m ticktock.corpus.bench fetch":
         Rule(RUN, exit_code=3, says="fetch it once online with: ticktock bench fetch openaudiobench",
@@ -485,7 +518,10 @@ def downloads(checkout: Checkout, shared_dir: Path) -> None:
 
 def gander_miniature(checkout: Checkout, shared_dir: Path) -> None:
     """What `hf download Gander-Omni/Gander` would leave in ~/ckpt/gander: here the Gander miniature in its real
-    layout that the page's `scripts/make_miniature.py` command wrote before."""
+    layout that the page's `scripts/make_miniature.py` command wrote before (docs/gpu.md: ``real_model_miniatures``
+    wrote it there already)."""
+    if (checkout.home / "ckpt" / "gander" / "config.json").is_file():
+        return
     miniature = checkout.folder / "work_data" / "mini-gander"
     assert (miniature / "config.json").is_file(), "docs/real-models.md makes the Gander miniature before this"
     shutil.copytree(miniature, checkout.home / "ckpt" / "gander")
@@ -494,6 +530,27 @@ def gander_miniature(checkout: Checkout, shared_dir: Path) -> None:
 def gander_base(checkout: Checkout, shared_dir: Path) -> None:
     """The base that `hf download openbmb/MiniCPM-o-4_5` puts in ~/ckpt/gander/base: the miniature wrote it."""
     assert (checkout.home / "ckpt" / "gander" / "base" / "config.json").is_file()
+
+
+def real_model_miniatures(checkout: Checkout, shared_dir: Path) -> None:
+    """What docs/gpu.md's downloads leave in ~/ckpt: each real model's miniature in its real layout, in the folder
+    the page names (Gander with its base in base/, Realtime-Venus in its Realtime-Venus-Audio/ folder)."""
+    from ticktock.miniatures.minicpmo import write_gander, write_minicpmo45, write_realtime_venus
+    from ticktock.miniatures.qwen_omni import write_streaming_slm_miniature
+
+    ckpt = checkout.home / "ckpt"
+    write_minicpmo45(ckpt / "minicpmo45")
+    write_gander(ckpt / "gander")
+    write_realtime_venus(ckpt / "realtime-venus" / "Realtime-Venus-Audio")
+    write_streaming_slm_miniature(ckpt / "qwen2.5-omni-7b")
+
+
+def gander_miniature_sweep(checkout: Checkout, shared_dir: Path) -> None:
+    """docs/gpu.md's sweep cannot run here: AR and Speculative Listening on the Gander miniature (one session, four
+    chunks, on the CPU) stand in for it in results/sweeps/gander."""
+    done = checkout.bash("python -m ticktock.run -m hydra.sweep.dir=results/sweeps/gander model=gander "
+                         f"model.path=$HOME/ckpt/gander decoder=ar,speclisten {ONE_SESSION}")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
 
 
 def judge_model(checkout: Checkout, shared_dir: Path) -> None:
@@ -534,13 +591,14 @@ def vllm_omni_release(checkout: Checkout, shared_dir: Path) -> None:
 def vllm_omni_deploy_file(checkout: Checkout, shared_dir: Path) -> None:
     """The MiniCPM-o 4.5 deploy file that ``vllm-omni serve --deploy-config`` reads serves duplex sessions, 4 at once,
     as docs/endpoints.md says."""
-    import importlib.util
+    from importlib import metadata
 
     import yaml
 
     vllm_omni_release(checkout, shared_dir)
-    (package,) = importlib.util.find_spec("vllm_omni").submodule_search_locations
-    deploy = yaml.safe_load((Path(package) / "deploy" / "minicpmo_4_5.yaml").read_text(encoding="utf-8"))
+    # the installed file, found through the distribution (the serve tests put a bare vllm_omni module in sys.modules)
+    deploy_file = Path(metadata.distribution("vllm-omni").locate_file("vllm_omni/deploy/minicpmo_4_5.yaml"))
+    deploy = yaml.safe_load(deploy_file.read_text(encoding="utf-8"))
     assert deploy["session_mode"] == "duplex" and deploy["duplex_session"]["max_sessions"] == 4, deploy
 
 
@@ -548,6 +606,7 @@ NEEDS = {"main results": lambda checkout, shared_dir: copy_main_results(checkout
          "vllm-omni": vllm_omni_release, "vllm-omni deploy file": vllm_omni_deploy_file,
          "paper-grid sweeps": paper_grid_sweeps, "downloads": downloads,
          "gander miniature": gander_miniature, "gander base": gander_base, "judge model": judge_model,
+         "real-model miniatures": real_model_miniatures, "gander miniature sweep": gander_miniature_sweep,
          "example plug-ins": example_plugins}
 
 

@@ -27,14 +27,33 @@ atomically.
 
 A real model's cost does not depend on its weights, so ``model.random_init=true`` (the MiniCPM-o family)
 measures the full-size shapes with random weights: no download is needed to make a profile of a device.
+
+``--gpu`` is that measurement of a GPU, as a preset (``scripts/calibrate_gpu.sh`` calls it)::
+
+    python -m ticktock.calibrate --gpu                    # MiniCPM-o 4.5's shapes, random weights, bf16, sdpa, cuda
+    python -m ticktock.calibrate --gpu model=gander out=my-gpu.yaml overwrite=true
+
+Before anything else it checks that this process sees a CUDA device (one line, exit 2, if not: ``check_gpu``).
+The preset (``GPU_PRESET``; any of it can be overridden) is ``device=cuda``, ``model.random_init=true``,
+``model.dtype=bfloat16``, ``model.attn_implementation=sdpa`` (the ``model.*`` keys only where the model has them),
+``warmup=3 repeats=9``, the grid of ``configs/calibrate.yaml``. The profile is named from the full device name and
+the model (``profile_name``): ``configs/profiles/nvidia-h100-80gb-hbm3-minicpmo45.yaml`` unless ``out=`` says where.
+
+Every profile records where it was measured (``measured_on``: device, NVIDIA driver, torch, CUDA and cuDNN versions,
+date, the command; see ``ticktock.clocks.modeled``), and the command prints the run to start with it next.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+import shutil
+import subprocess
 import sys
 import statistics
 import time
+import unicodedata
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -47,7 +66,7 @@ from ticktock.adapters.base import AdapterState
 from ticktock.clocks.modeled import CostProfile
 from ticktock.errors import ConfigError, RunFolderError
 from ticktock.replay.resources import register_resolver, resource_path
-from ticktock.replay.runner import build, environment
+from ticktock.replay.runner import build, check_device, device_settings, environment
 from ticktock.results.atomic import atomic_write
 
 register_resolver()
@@ -142,8 +161,11 @@ def main(cfg: DictConfig) -> None:
 
 def calibrate(cfg: DictConfig) -> None:
     """Measure the model (and a talker), write the profile (see the module docstring). Where it writes is checked
-    first, before the model is built: ``out`` must not exist unless ``overwrite=true``; ``talker_into`` must be a
-    valid profile."""
+    first, before the model is built: the device (``device`` and a ``model.device`` set apart from it, checked as a
+    run checks them), then ``out``: it must not exist unless ``overwrite=true``; ``talker_into`` must be a valid
+    profile."""
+    for key, device in device_settings(cfg):
+        check_device(device, key=key)
     check_destination(cfg)
     adapter = build(cfg.model)
     talker = measured_talker(cfg, adapter)
@@ -160,7 +182,7 @@ def calibrate(cfg: DictConfig) -> None:
     env = environment(adapter)
     device = env["cuda_device"] or f"CPU: {env['cpu']} ({env['torch_threads']} threads)"
     profile = CostProfile(
-        name=f"{cfg.model.name}-measured",
+        name=Path(cfg.out).stem if cfg.get("gpu") else f"{cfg.model.name}-measured",
         query_tokens=queries,
         context_tokens=contexts,
         forward_table=table,
@@ -175,7 +197,8 @@ def calibrate(cfg: DictConfig) -> None:
     )
     if sizes:
         profile = replace(profile, batch_sizes=sizes, batch_factor=batch_factors(profile, sizes, batch_context, batch_costs))
-    profile = replace(profile, encode_fixed_ms=measure_encode_fixed(adapter, encode, cfg.warmup, cfg.repeats))
+    profile = replace(profile, encode_fixed_ms=measure_encode_fixed(adapter, encode, cfg.warmup, cfg.repeats),
+                      measured_on=measurement_record(env, typed_command()))
     if talker is not None:
         profile = replace(profile, talkers={talker[0]: talker[1]})
     out = Path(cfg.out)
@@ -189,6 +212,7 @@ def calibrate(cfg: DictConfig) -> None:
     if sizes:
         print("batch steps at context {}: {}".format(batch_context, ", ".join(
             f"B={b}: {ms:.2f} ms (factor {f:.3f})" for b, ms, f in zip(sizes, batch_costs, profile.batch_factor))))
+    print(next_steps(cfg, out))
 
 
 def check_destination(cfg: DictConfig) -> None:
@@ -277,10 +301,221 @@ def talker_line(name: str, cost) -> str:
             f"audio ({cost.device})")
 
 
+# ------------------------------------------------------------------ where a profile was measured, what to run next
+
+TYPED_ARGS: list[str] | None = None  # the arguments as typed (before --gpu is expanded), set by ``__main__``
+
+
+def typed_command() -> str:
+    """The calibration command as the user typed it, for the profile's ``measured_on.command``."""
+    args = sys.argv[1:] if TYPED_ARGS is None else TYPED_ARGS
+    return shlex.join(["python", "-m", "ticktock.calibrate", *args])
+
+
+def measurement_record(env: dict, command: str) -> dict:
+    """The profile's ``measured_on`` block (``ticktock.clocks.modeled.MEASURED_ON``) from the run's ``environment``:
+    the GPU's full name (else the CPU's), the NVIDIA driver (``nvidia_driver``; None on a CPU), the torch, CUDA and
+    cuDNN versions of this torch build (None where it has none), today's date and ``command``."""
+    import torch
+
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"device": env["cuda_device"] or env["cpu"], "driver": nvidia_driver() if env["cuda_device"] else None,
+            "torch": str(torch.__version__), "cuda": torch.version.cuda, "cudnn": None if cudnn is None else str(cudnn),
+            "date": date.today().isoformat(), "command": command}
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver's version as ``nvidia-smi`` reports it, or None (no ``nvidia-smi``, or it fails)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        done = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    return lines[0] if done.returncode == 0 and lines else None
+
+
+def next_run_command(model: str, model_node, device, out) -> str:
+    """The replay to start with a new profile: the same model (``model.path=<weights>`` where the model reads
+    weights, and it was measured on random ones or none were given), the same device, the modeled clock charged by
+    the profile at ``out``.
+
+    >>> next_run_command("gander", {"path": None, "random_init": True}, "cuda",
+    ...                  "configs/profiles/nvidia-h100-80gb-hbm3-gander.yaml")
+    'python -m ticktock.run model=gander model.path=<weights> device=cuda clock=modeled clock.profile=configs/profiles/nvidia-h100-80gb-hbm3-gander.yaml'
+    >>> next_run_command("fixture", {"name": "fixture"}, None, "my profile.yaml")
+    "python -m ticktock.run model=fixture clock=modeled 'clock.profile=my profile.yaml'"
+    """
+    words = ["python", "-m", "ticktock.run", f"model={model}"]
+    if "path" in model_node:
+        weights = model_node.get("path")
+        words.append("model.path=<weights>" if model_node.get("random_init") or not weights else f"model.path={weights}")
+    if device is not None:
+        words.append(f"device={device}")
+    command = shlex.join([*words, "clock=modeled", f"clock.profile={out}"])
+    return command.replace("'model.path=<weights>'", "model.path=<weights>")
+
+
+def next_steps(cfg: DictConfig, out: Path) -> str:
+    """What to do with the profile just written: the run to start with it, and (a GPU's profile) to commit it."""
+    lines = [f"next: {next_run_command(cfg.model.name, cfg.model, cfg.get('device'), out)}"]
+    if cfg.get("gpu"):
+        lines.append(f"then commit the profile (git add {shlex.quote(str(out))}), so that every run of this model on this "
+                     "GPU can name it: a profile is the one file that ties a run's times to its device")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ --gpu: the preset of a GPU's profile
+
+GPU_PRESET = {  # the settings of a GPU's profile (any of them can be overridden); model.* only where the model has it
+    "model": "minicpmo45", "device": "cuda", "model.random_init": "true", "model.dtype": "bfloat16",
+    "model.attn_implementation": "sdpa", "query_tokens": "[1,2,4,8,16,32,64,96,128]",
+    "context_tokens": "[0,512,1024,2048,4096]", "warmup": "3", "repeats": "9", "batch_sizes": "[1,2,4,8]",
+    "gpu": "true",
+}
+PROFILES = "configs/profiles"  # where a GPU's profile is written (from the checkout: configs/ is the shipped folder)
+
+
+class GpuError(ConfigError):
+    """``--gpu`` in a process that sees no CUDA device, or with a device that is not a GPU (exit 2)."""
+
+
+def gpu_flag(args: list[str]) -> tuple[bool, list[str]]:
+    """Whether the arguments ask for ``--gpu`` (or ``gpu=true``), and the other arguments.
+
+    >>> gpu_flag(["--gpu", "model=gander"]), gpu_flag(["model=gander"])
+    ((True, ['model=gander']), (False, ['model=gander']))
+    """
+    rest = [arg for arg in args if arg not in ("--gpu", "gpu=true")]
+    return len(rest) < len(args), rest
+
+
+def override_key(arg: str) -> str:
+    """The key a Hydra override sets (``++model.dtype=x`` -> ``model.dtype``); a flag is its own key.
+
+    >>> override_key("++model.dtype=float16"), override_key("model=gander"), override_key("--cfg")
+    ('model.dtype', 'model', '--cfg')
+    """
+    return arg.split("=", 1)[0].lstrip("+~") if "=" in arg else arg
+
+
+def slug(text: str) -> str:
+    """``text`` as a file-name word: ASCII lower case, every run of other characters one ``-``.
+
+    >>> slug("NVIDIA A100-SXM4-40GB  MIG 3g.20gb"), slug("Gerät (Ünïcode)/x")
+    ('nvidia-a100-sxm4-40gb-mig-3g-20gb', 'gerat-unicode-x')
+    """
+    ascii_text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:100].strip("-")
+
+
+def profile_name(device_name: str, model: str) -> str:
+    """The file name of a GPU's profile: the device's FULL name and the model, as file-name words.
+
+    >>> profile_name("NVIDIA H100 80GB HBM3", "minicpmo45")
+    'nvidia-h100-80gb-hbm3-minicpmo45.yaml'
+    >>> profile_name("NVIDIA A100 80GB PCIe", "gander")
+    'nvidia-a100-80gb-pcie-gander.yaml'
+    >>> profile_name("NVIDIA GeForce RTX 4090", "minicpmo45")
+    'nvidia-geforce-rtx-4090-minicpmo45.yaml'
+    >>> profile_name(" Tesla V100-SXM2-32GB (MIG 1g.5gb) ", "my_model/v2"), profile_name("", "")
+    ('tesla-v100-sxm2-32gb-mig-1g-5gb-my-model-v2.yaml', 'unknown-device-model.yaml')
+    """
+    return f"{slug(device_name) or 'unknown-device'}-{slug(model) or 'model'}.yaml"
+
+
+def gpu_problem(device: str, visible: int, torch_version: str, cuda_version: str | None,
+                visible_env: str | None) -> str | None:
+    """What stops ``--gpu`` from measuring ``device`` (None: nothing), given the CUDA devices this process sees,
+    the torch build (``torch.version.cuda`` None: a CPU build) and ``CUDA_VISIBLE_DEVICES`` (None: not set).
+
+    >>> gpu_problem("cuda", 1, "2.13.0+cu128", "12.8", None) is None
+    True
+    >>> gpu_problem("cuda", 0, "2.13.0+cpu", None, None)
+    'this process sees no CUDA device (CUDA_VISIBLE_DEVICES not set; torch 2.13.0+cpu is a CPU build: install a CUDA build of torch, see docs/gpu.md)'
+    >>> gpu_problem("cuda", 0, "2.13.0+cu128", "12.8", "")
+    "this process sees no CUDA device (CUDA_VISIBLE_DEVICES=''; torch 2.13.0+cu128 is a CUDA 12.8 build: check that nvidia-smi lists a GPU and that CUDA_VISIBLE_DEVICES names it)"
+    >>> gpu_problem("cuda:2", 2, "2.13.0+cu128", "12.8", "0,1")
+    "device=cuda:2 asked for, but this process sees 2 CUDA device(s) (cuda:0 .. cuda:1; CUDA_VISIBLE_DEVICES='0,1')"
+    >>> gpu_problem("cpu", 1, "2.13.0+cu128", "12.8", None)
+    'measures a CUDA device, and device=cpu is not one (leave device= out, or give cuda or cuda:K)'
+    """
+    kind, _, index = str(device).partition(":")
+    if kind != "cuda" or (index and not index.isdigit()):
+        return f"measures a CUDA device, and device={device} is not one (leave device= out, or give cuda or cuda:K)"
+    seen = "CUDA_VISIBLE_DEVICES not set" if visible_env is None else f"CUDA_VISIBLE_DEVICES={visible_env!r}"
+    if visible == 0:
+        build = (f"torch {torch_version} is a CPU build: install a CUDA build of torch, see docs/gpu.md"
+                 if cuda_version is None else f"torch {torch_version} is a CUDA {cuda_version} build: check that "
+                 "nvidia-smi lists a GPU and that CUDA_VISIBLE_DEVICES names it")
+        return f"this process sees no CUDA device ({seen}; {build})"
+    if index and int(index) >= visible:
+        return (f"device={device} asked for, but this process sees {visible} CUDA device(s) (cuda:0 .. cuda:{visible - 1}; "
+                f"{seen})")
+    return None
+
+
+def check_gpu(device: str) -> str:
+    """The full name of the GPU ``device`` names, else a ``GpuError`` saying what is missing (``gpu_problem``)."""
+    import torch
+
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    problem = gpu_problem(device, visible, torch.__version__, torch.version.cuda, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if problem:
+        raise GpuError(f"--gpu: {problem}")
+    return torch.cuda.get_device_name(torch.device(device))
+
+
+def gpu_overrides(args: list[str], model_keys, device_name: str) -> list[str]:
+    """The Hydra overrides of ``--gpu``: ``GPU_PRESET`` where the arguments do not set the key (a ``model.*`` key
+    only where the model's config has it), ``out`` named by ``profile_name`` unless given, then the arguments.
+
+    >>> gpu_overrides(["model=gander", "repeats=3"], {"path", "random_init"}, "NVIDIA H100 80GB HBM3")
+    ['device=cuda', 'model.random_init=true', 'query_tokens=[1,2,4,8,16,32,64,96,128]',
+     'context_tokens=[0,512,1024,2048,4096]', 'warmup=3', 'batch_sizes=[1,2,4,8]', 'gpu=true',
+     'out=configs/profiles/nvidia-h100-80gb-hbm3-gander.yaml', 'model=gander', 'repeats=3']
+    """
+    given = {override_key(arg) for arg in args}
+    model = next((arg.split("=", 1)[1] for arg in reversed(args) if override_key(arg) == "model"), GPU_PRESET["model"])
+    preset = [f"{key}={value}" for key, value in GPU_PRESET.items()
+              if key not in given and (not key.startswith("model.") or key.split(".", 1)[1] in model_keys)]
+    if "out" not in given:
+        preset.append(f"out={PROFILES}/{profile_name(device_name, model)}")
+    return preset + list(args)
+
+
+def gpu_arguments(args: list[str]) -> list[str]:
+    """``--gpu``'s overrides for ``args``: the GPU is checked first (``check_gpu``: one line if there is none), then
+    the preset is filled in for the chosen model (``gpu_overrides``)."""
+    device = next((arg.split("=", 1)[1] for arg in reversed(args) if override_key(arg) == "device"), "cuda")
+    device_name = check_gpu(device)
+    model = next((arg.split("=", 1)[1] for arg in reversed(args) if override_key(arg) == "model"), GPU_PRESET["model"])
+    return gpu_overrides(args, model_config_keys(model), device_name)
+
+
+def model_config_keys(model: str) -> set[str]:
+    """The keys of the shipped config of ``model`` (``configs/model/<model>.yaml``); empty for a plug-in's model."""
+    import yaml
+
+    path = resource_path("configs") / "model" / f"{model}.yaml"
+    if not re.fullmatch(r"[\w.-]+", model) or not path.is_file():
+        return set()
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return set(data) if isinstance(data, dict) else set()
+
+
 if __name__ == "__main__":
     from ticktock.errors import user_errors
     from ticktock.plugins import register_selected
 
     with user_errors():  # plug-ins selected by name (ticktock.plugins) are registered before Hydra composes
-        register_selected(sys.argv[1:])
+        TYPED_ARGS = sys.argv[1:]
+        gpu, arguments = gpu_flag(TYPED_ARGS)
+        if gpu:  # the GPU is checked before anything else: no GPU, one line, nothing composed or written
+            arguments = gpu_arguments(arguments)
+        register_selected(arguments)
+        sys.argv = [sys.argv[0], *arguments]
     main()

@@ -97,7 +97,8 @@ def test_the_sdk_holds_a_turn_based_session_committing_turns_and_hearing_one_res
     events = asyncio.run(asyncio.wait_for(hold_turns_with_the_sdk(port, pcm, turn_ends), 60))
     kinds = [event.type for event in events]
     assert kinds[0] == "session.created" and "error" not in kinds and not DECISIONS & set(kinds)
-    assert events[0].session.model_extra["ticktock"] == {"mode": "turns", "model": "embedded", "decoder": DECODER}
+    assert events[0].session.model_extra["ticktock"] == {"mode": "turns", "model": "embedded", "decoder": DECODER,
+                                                         "talker": "espeak"}
     committed = events[kinds.index("input_audio_buffer.committed")]
     assert committed.item_id.startswith("item_") and committed.previous_item_id is None
     assert kinds.index("input_audio_buffer.committed") < kinds.index("response.created")
@@ -162,7 +163,7 @@ async def handshake_and_close(port: int, query: str, *before_close: dict) -> lis
 def test_session_created_says_the_mode_and_the_served_model_and_decoder(port, query, mode):
     events = asyncio.run(asyncio.wait_for(handshake_and_close(port, query), 30))
     assert [e["type"] for e in events] == ["session.created", "session.updated", "session.closed"]
-    labels = {"mode": mode, "model": "embedded", "decoder": DECODER}
+    labels = {"mode": mode, "model": "embedded", "decoder": DECODER, "talker": "espeak"}
     assert events[0]["session"]["ticktock"] == events[1]["session"]["ticktock"] == labels
 
 

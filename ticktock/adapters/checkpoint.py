@@ -4,8 +4,11 @@ Nothing here downloads. A model config names the checkpoint by ``path`` (a local
 Hugging Face repository): ``resolve_checkpoint`` returns ``path`` when given, else the newest snapshot of
 ``repo_id`` in the local Hugging Face cache, else stops with one line that says how to get the weights::
 
-    ticktock: error: model.path: no local weights for Gander-Omni/Gander (model gander): download them with
-    `hf download Gander-Omni/Gander`, then pass model.path=<folder> (or keep them in the Hugging Face cache)
+    ticktock: error: model.path: no local weights for openbmb/MiniCPM-o-4_5 (model minicpmo45): download them with
+    `hf download openbmb/MiniCPM-o-4_5`, then pass model.path=<folder> (or keep them in the Hugging Face cache)
+
+A delta (Gander over MiniCPM-o 4.5) names both checkpoints and both folders: ``<folder>`` and its ``base/`` (or
+``model.base_path``), each with its ``hf download`` command (``delta_downloads``).
 
 Tensors are read from the folder's safetensors files (one file, or shards listed by
 ``model.safetensors.index.json``) by key prefix, so one checkpoint holding several parts (``llm.*``, ``apm.*``,
@@ -34,6 +37,36 @@ from pathlib import Path
 from ticktock.errors import ConfigError, InputDataError
 
 INDEX_FILE = "model.safetensors.index.json"
+MINIATURE_KEY = "ticktock_miniature"  # config.json's marker of a miniature checkpoint (``ticktock.miniatures``)
+MINIATURE_WRITER = "ticktock.miniatures"
+
+
+def miniature_marker(parameters: int) -> dict:
+    """The config.json entry (under ``MINIATURE_KEY``) a miniature writer puts in the checkpoint it writes: its
+    weights are random, and how many parameters a replay loads from it.
+
+    >>> miniature_marker(19_600_000)
+    {'random_weights': True, 'parameters': 19600000, 'written_by': 'ticktock.miniatures'}
+    """
+    return {"random_weights": True, "parameters": int(parameters), "written_by": MINIATURE_WRITER}
+
+
+def weights_origin(config: dict, random_init: bool = False) -> dict:
+    """What a run's weights are, for run.json ``environment.model``: ``miniature`` (the checkpoint's config.json
+    carries the miniature marker, ``MINIATURE_KEY``) and ``random_weights`` (a miniature, or ``random_init``: the
+    published shapes with random weights, as calibration runs them). Real weights: both false.
+
+    >>> weights_origin({"hidden_size": 4096})
+    {'miniature': False, 'random_weights': False}
+    >>> weights_origin({MINIATURE_KEY: miniature_marker(10)})
+    {'miniature': True, 'random_weights': True}
+    >>> weights_origin({"hidden_size": 4096}, random_init=True)
+    {'miniature': False, 'random_weights': True}
+    """
+    marker = config.get(MINIATURE_KEY)
+    miniature = isinstance(marker, dict)
+    random_weights = bool(random_init) or (miniature and marker.get("random_weights") is not False)
+    return {"miniature": miniature, "random_weights": random_weights}
 
 
 class MissingWeightsError(ConfigError):
@@ -44,12 +77,17 @@ class CheckpointError(InputDataError):
     """A checkpoint folder is incomplete or does not match its config (exit code 3); names the file and keys."""
 
 
-def resolve_checkpoint(path: str | None, repo_id: str | None, model_name: str, key: str = "model.path") -> Path:
+def resolve_checkpoint(path: str | None, repo_id: str | None, model_name: str, key: str = "model.path",
+                       base_repo_id: str | None = None) -> Path:
     """The local folder of a checkpoint: ``path`` if given (it must exist), else the local Hugging Face cache's
-    snapshot of ``repo_id``; never a download. ``repo_id`` None: no public repository is known."""
+    snapshot of ``repo_id``; never a download. ``repo_id`` None: no public repository is known. ``base_repo_id``:
+    the checkpoint is a delta over that base, and a refusal says how to get both (``delta_downloads``)."""
     if path:
         folder = Path(path).expanduser()
         if not folder.is_dir():
+            if repo_id and base_repo_id:
+                raise MissingWeightsError(f"{key}: {folder} is not a folder (model {model_name}); "
+                                          f"{delta_downloads(repo_id, base_repo_id, str(folder))}")
             how = f"download them with `hf download {repo_id} --local-dir {folder}`" if repo_id else "no public repository is known"
             raise MissingWeightsError(f"{key}: {folder} is not a folder (model {model_name}; {how})")
         return folder
@@ -57,6 +95,11 @@ def resolve_checkpoint(path: str | None, repo_id: str | None, model_name: str, k
         raise MissingWeightsError(f"{key}: model {model_name} has no public weights known to TickTock: pass "
                                   f"{key}=<the checkpoint folder>")
     cached = cached_snapshot(repo_id)
+    if cached is None and base_repo_id:
+        raise MissingWeightsError(f"{key}: no local weights for {repo_id} (model {model_name}); "
+                                  f"{delta_downloads(repo_id, base_repo_id, '<folder>')}; then pass {key}=<folder> "
+                                  f"(or keep both in the Hugging Face cache: `hf download {repo_id}`, "
+                                  f"`hf download {base_repo_id}`)")
     if cached is None:
         raise MissingWeightsError(f"{key}: no local weights for {repo_id} (model {model_name}): download them with "
                                   f"`hf download {repo_id}`, then pass {key}=<folder> (or keep them in the Hugging "
@@ -64,13 +107,26 @@ def resolve_checkpoint(path: str | None, repo_id: str | None, model_name: str, k
     return cached
 
 
+def delta_downloads(repo_id: str, base_repo_id: str, folder: str) -> str:
+    """How to get a delta checkpoint and the base it overlays, into ``folder`` and the ``base/`` folder inside it.
+
+    >>> delta_downloads("Gander-Omni/Gander", "openbmb/MiniCPM-o-4_5", "~/ckpt/gander")
+    'it is a delta over openbmb/MiniCPM-o-4_5 and needs both: `hf download Gander-Omni/Gander --local-dir ~/ckpt/gander` and `hf download openbmb/MiniCPM-o-4_5 --local-dir ~/ckpt/gander/base` (or the base in any folder, passed as model.base_path=<folder>)'
+    """
+    return (f"it is a delta over {base_repo_id} and needs both: `hf download {repo_id} --local-dir {folder}` and "
+            f"`hf download {base_repo_id} --local-dir {folder}/base` (or the base in any folder, passed as "
+            "model.base_path=<folder>)")
+
+
 def check_weights(model_cfg) -> None:
     """Stop before any work when a model config names a checkpoint (``repo_id`` / ``path``, and ``base_repo_id`` /
-    ``base_path`` for a delta) that is not on this machine; configs without these keys pass."""
+    ``base_path`` for a delta) that is not on this machine; configs without these keys pass. A delta's refusal names
+    every folder it needs (the delta, and its base in ``<path>/base`` or ``model.base_path``) and how to get each."""
     if "repo_id" not in model_cfg or model_cfg.get("random_init"):
         return
     name = model_cfg.get("name", "model")
-    folder = resolve_checkpoint(model_cfg.get("path"), model_cfg.get("repo_id"), name)
+    folder = resolve_checkpoint(model_cfg.get("path"), model_cfg.get("repo_id"), name,
+                                base_repo_id=model_cfg.get("base_repo_id"))
     if model_cfg.get("base_repo_id"):
         resolve_base(folder, model_cfg.get("base_path"), model_cfg.get("base_repo_id"), name)
 
@@ -199,6 +255,8 @@ def resolve_base(folder: Path, base_path: str | None, base_repo_id: str, name: s
     cached = cached_snapshot(base_repo_id)
     if cached is None:
         raise MissingWeightsError(f"model.base_path: model {name} is a delta over {base_repo_id}, whose weights are "
-                                  f"not here: download them with `hf download {base_repo_id}`, then pass "
-                                  "model.base_path=<folder> (or keep them in the Hugging Face cache)")
+                                  f"not here (looked in {inside}, then the Hugging Face cache): download them with "
+                                  f"`hf download {base_repo_id} --local-dir {inside}`, or into any folder and pass "
+                                  f"model.base_path=<folder> (or keep them in the Hugging Face cache: "
+                                  f"`hf download {base_repo_id}`)")
     return cached

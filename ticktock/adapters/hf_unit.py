@@ -114,7 +114,12 @@ def render_tools(tools: Sequence[dict]) -> str:
 
 
 class HFUnitAdapter(ModelAdapter):
-    """A transformers causal LM + streaming audio front-end + tokenizer, on one DynamicCache."""
+    """A transformers causal LM + streaming audio front-end + tokenizer, on one DynamicCache.
+
+    ``weights_origin``: what the weights are, as a checkpoint loader found them (``checkpoint.weights_origin``:
+    ``{"miniature": True, "random_weights": True}`` for a miniature), reported by ``describe()`` into run.json
+    ``environment.model``; empty (nothing reported) for a model built in code.
+    """
 
     def __init__(
         self,
@@ -129,6 +134,7 @@ class HFUnitAdapter(ModelAdapter):
         context_limit: int | None = None,
         context_reserve: int = 512,
         context_evict_to: float = 0.75,
+        weights_origin: dict | None = None,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -148,6 +154,7 @@ class HFUnitAdapter(ModelAdapter):
         self.context_limit = context_limit or getattr(model.config, "max_position_embeddings", None)
         self.context_reserve = context_reserve
         self.context_evict_to = context_evict_to
+        self.weights_origin = dict(weights_origin or {})  # {"miniature", "random_weights"} from the checkpoint loader
 
     # -------------------------------------------------------------------------------------- session
 
@@ -430,6 +437,7 @@ class HFUnitAdapter(ModelAdapter):
             "audio_embeds_per_second": self.frontend.embeds_per_second,
             "context": self.context_policy().describe(),
             "weights_fingerprint": self.weights_fingerprint(),
+            **self.weights_origin,
         }
 
     def weights_fingerprint(self) -> str:

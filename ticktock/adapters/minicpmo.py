@@ -53,15 +53,15 @@ from pathlib import Path
 from typing import Sequence
 
 from ticktock.adapters.base import hermes_call_text
-from ticktock.adapters.checkpoint import (CheckpointError, CheckpointTensors, load_into, read_json, resolve_base,
-                                          resolve_checkpoint)
+from ticktock.adapters.checkpoint import (MINIATURE_KEY, CheckpointError, CheckpointTensors, load_into, read_json,
+                                          resolve_base, resolve_checkpoint, weights_origin)
 from ticktock.adapters.hf_unit import HFUnitAdapter, protocol_from_tokenizer, runtime_settings
 
 MINICPMO_REPO = "openbmb/MiniCPM-o-4_5"
 PROMPT_TEMPLATE = "<|im_start|>system\n{system}{tools}<|im_end|>"
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 NOT_LLM_KEYS = ("audio_config", "vision_config", "tts_config", "slice_config", "architectures", "auto_map",
-                "model_type", "torch_dtype", "dtype", "transformers_version")
+                "model_type", "torch_dtype", "dtype", "transformers_version", MINIATURE_KEY)
 # The published shapes (MiniCPM-o 4.5's config.json: a Qwen3-8B LLM, a Whisper-medium encoder), for random_init
 PUBLISHED_CONFIG = {"vocab_size": 151748, "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36,
                     "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "rope_theta": 1000000.0,
@@ -159,6 +159,8 @@ def load_minicpmo_adapter(path: str | None = None, repo_id: str = MINICPMO_REPO,
     ``attn_implementation`` ``auto``: bf16, sdpa on CUDA; fp32, eager on CPU. ``random_init``: no weights at
     all; the published full-size shapes (``PUBLISHED_CONFIG``, or the shapes of ``path``'s config.json) with
     random weights and a miniature tokenizer, for measuring cost (``ticktock.calibrate``), never for outputs.
+    ``describe()`` says which weights ran (``checkpoint.weights_origin``): ``random_weights`` for ``random_init``
+    and for a miniature (whose config.json carries ``checkpoint.MINIATURE_KEY``), ``miniature`` for the latter.
     """
     device, dtype, attn = runtime_settings(device, dtype, attn_implementation)
     if random_init:  # shapes: the config.json of model.path when given, else the published ones
@@ -189,7 +191,8 @@ def load_minicpmo_adapter(path: str | None = None, repo_id: str = MINICPMO_REPO,
     return MiniCPMOAdapter(llm, tokenizer, frontend, protocol, name=name, system_prompt=system_prompt,
                            prompt_template=PROMPT_TEMPLATE, tools_in_prompt=tools_in_prompt,
                            context_limit=context_limit, context_reserve=context_reserve,
-                           context_evict_to=context_evict_to, tool_layout=tool_layout)
+                           context_evict_to=context_evict_to, tool_layout=tool_layout,
+                           weights_origin=weights_origin(config, random_init))
 
 
 def random_checkpoint() -> Path:

@@ -61,7 +61,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ticktock.adapters.checkpoint import CheckpointError, read_json, resolve_checkpoint
+from ticktock.adapters.checkpoint import CheckpointError, read_json, resolve_checkpoint, weights_origin
 from ticktock.adapters.base import UnitProtocol
 from ticktock.adapters.hf_unit import PROTOCOL_TOKENS, REQUIRED_TOKENS, HFUnitAdapter, runtime_settings
 from ticktock.errors import ConfigError
@@ -195,7 +195,8 @@ def load_streaming_slm_adapter(path: str | None = None, repo_id: str = REPO_ID, 
     ``protocol_tokens``: UnitProtocol field -> token string, over ``hf_unit.PROTOCOL_TOKENS`` (null disables an
     optional one); the six required tokens must be in the tokenizer. ``context_limit``: default the model's
     ``max_position_embeddings`` (32,768); a session that would pass it stops (no eviction: mRoPE keys are
-    not re-positioned).
+    not re-positioned). A miniature (config.json's ``checkpoint.MINIATURE_KEY``) is reported as one with random
+    weights by ``describe()`` (``checkpoint.weights_origin``).
     """
     folder = resolve_checkpoint(path, repo_id, name)
     device, torch_dtype, attn = runtime_settings(device, dtype, attn_implementation)
@@ -212,7 +213,8 @@ def load_streaming_slm_adapter(path: str | None = None, repo_id: str = REPO_ID, 
     model = ThinkerCausalLM(text, thinker.lm_head)
     return HFUnitAdapter(model, tokenizer, frontend, protocol, name=name, system_prompt=system_prompt,
                          prompt_template=prompt_template, tools_in_prompt=tools_in_prompt,
-                         context_limit=context_limit, context_reserve=context_reserve)
+                         context_limit=context_limit, context_reserve=context_reserve,
+                         weights_origin=weights_origin(read_json(folder, "config.json")))
 
 
 def check_folder(folder: Path) -> None:

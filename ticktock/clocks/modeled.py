@@ -15,6 +15,18 @@ A profile is a YAML file::
       - [20.1, 20.9, 23.0]
       - ...
 
+A measured profile (``ticktock calibrate``) also says where it was measured, in ``measured_on`` (optional; every
+entry text or null, null where it could not be found out; older profiles have no such block)::
+
+    measured_on:
+      device: NVIDIA H100 80GB HBM3       # torch.cuda.get_device_name, or the CPU's name
+      driver: 550.54.15                   # the NVIDIA driver (nvidia-smi); null on a CPU
+      torch: 2.13.0+cu128                 # torch.__version__
+      cuda: '12.8'                        # torch.version.cuda: null for a CPU build of torch
+      cudnn: '90100'                      # torch.backends.cudnn.version()
+      date: '2026-12-05'
+      command: python -m ticktock.calibrate --gpu model=gander
+
 Costs between grid points are bilinear; beyond the grid they extend linearly along the last segment.
 Every field is checked when the file is read (``profile_problem``), naming the file, the line and the field: a
 field that is not one of the above is an error (with the closest known name: a typo must not silently leave a
@@ -98,12 +110,13 @@ class CostProfile:
     batch_factor: list[float] | None = None
     encode_fixed_ms: float | None = None  # the part of an encoding that does not scale with its audio (see encode_cost_ms)
     talkers: dict | None = None  # talker name -> ticktock.clocks.talker_cost.TalkerCost (see the module docstring)
+    measured_on: dict | None = None  # where a measured profile was measured (MEASURED_ON: device, driver, versions, ...)
 
     def __post_init__(self):
         problem = profile_problem({"query_tokens": self.query_tokens, "context_tokens": self.context_tokens,
                                    "forward_ms": self.forward_table, "encode_ms": self.encode_ms,
                                    "batch_sizes": self.batch_sizes, "batch_factor": self.batch_factor,
-                                   "encode_fixed_ms": self.encode_fixed_ms})
+                                   "encode_fixed_ms": self.encode_fixed_ms, "measured_on": self.measured_on})
         if problem:
             raise ProfileError(f"profile {self.name}: field '{dotted(problem[0])}': {problem[1]}")
 
@@ -211,6 +224,7 @@ class CostProfile:
             batch_factor=[float(v) for v in data["batch_factor"]] if data.get("batch_factor") is not None else None,
             encode_fixed_ms=float(data["encode_fixed_ms"]) if data.get("encode_fixed_ms") is not None else None,
             talkers=_talker_costs(data.get("talkers"), path.name),
+            measured_on=measured_on_texts(data.get("measured_on")),
         )
 
     def talker_cost(self, name: str):
@@ -225,13 +239,12 @@ class CostProfile:
         return self.talkers[name]
 
     def to_yaml(self) -> str:
+        """The profile as its YAML file (``measured_on``, where present, one entry a line after the text fields)."""
         import yaml
 
+        head = {"name": self.name, "model": self.model, "device": self.device, "provenance": self.provenance}
+        where = {"measured_on": self.measured_on} if self.measured_on is not None else {}
         data = {
-            "name": self.name,
-            "model": self.model,
-            "device": self.device,
-            "provenance": self.provenance,
             "encode_ms": round(self.encode_ms, 4),
             **({"encode_fixed_ms": round(self.encode_fixed_ms, 4)} if self.encode_fixed_ms is not None else {}),
             "query_tokens": self.query_tokens,
@@ -241,12 +254,13 @@ class CostProfile:
                if self.batches else {}),
             **({"talkers": {name: cost.to_json() for name, cost in self.talkers.items()}} if self.talkers else {}),
         }
-        return yaml.safe_dump(data, sort_keys=False, width=120, default_flow_style=None)
+        return "".join(yaml.safe_dump(part, sort_keys=False, width=120, default_flow_style=style)
+                       for part, style in ((head, False), (where, False), (data, None)) if part)
 
 
 _TEXT = ("name", "model", "device", "provenance")
 _KNOWN = (*_TEXT, "encode_ms", "encode_fixed_ms", "query_tokens", "context_tokens", "forward_ms", "batch_sizes",
-          "batch_factor", "talkers")
+          "batch_factor", "talkers", "measured_on")
 
 
 def profile_problem(data: dict) -> tuple[tuple, str] | None:
@@ -256,7 +270,7 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
     and ``context_tokens`` (integers >= 0) are non-empty, increasing and at most ``MAX_TOKENS``; ``forward_ms`` is
     one row per query length of one value per context length; every cost (``forward_ms``, ``encode_ms``) is a
     finite number of milliseconds from 0 to ``MAX_COST_MS``, and ``encode_fixed_ms`` (optional) at most
-    ``encode_ms``.
+    ``encode_ms``; the batch fields, the talkers and ``measured_on`` (``measured_on_problem``) where present.
 
     Example::
 
@@ -300,7 +314,8 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
     fixed = data.get("encode_fixed_ms")
     if fixed is not None and not (_is_cost(fixed) and fixed <= encode):
         return ("encode_fixed_ms",), f"must be null or a number from 0 to encode_ms = {shown(encode)} (milliseconds), got {shown(fixed)}"
-    return _batch_problem(data.get("batch_sizes"), data.get("batch_factor")) or _talkers_problem(data.get("talkers"))
+    return (_batch_problem(data.get("batch_sizes"), data.get("batch_factor")) or _talkers_problem(data.get("talkers"))
+            or measured_on_problem(data.get("measured_on")))
 
 
 def _talkers_problem(talkers) -> tuple[tuple, str] | None:
@@ -324,6 +339,46 @@ def _talker_costs(talkers, where: str) -> dict | None:
     if not talkers:
         return None
     return {str(name): TalkerCost.parse(cost, f"{where}: talkers.{name}") for name, cost in talkers.items()}
+
+
+MEASURED_ON = ("device", "driver", "torch", "cuda", "cudnn", "date", "command")  # a profile's measured_on entries
+
+
+def measured_on_problem(block) -> tuple[tuple, str] | None:
+    """``measured_on``: absent, or a mapping of entries of ``MEASURED_ON`` to text (a number or a date is read as its
+    text) or null.
+
+    >>> measured_on_problem({"device": "NVIDIA A100 80GB PCIe", "cuda": None, "date": "2026-12-05"}) is None
+    True
+    >>> measured_on_problem({"devise": "NVIDIA A100 80GB PCIe"})
+    (('measured_on', 'devise'), "unknown entry (did you mean 'device'?)")
+    >>> measured_on_problem({"torch": ["2.13.0"]})
+    (('measured_on', 'torch'), "must be text or null, got ['2.13.0']")
+    """
+    if block is None:
+        return None
+    if not isinstance(block, dict):
+        return ("measured_on",), f"must be a mapping of {', '.join(MEASURED_ON)} (each text or null), got {shown(block)}"
+    for key, value in block.items():
+        if key not in MEASURED_ON:
+            close = difflib.get_close_matches(str(key), MEASURED_ON, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(MEASURED_ON)}"
+            return ("measured_on", str(key)), f"unknown entry ({hint})"
+        if isinstance(value, (list, tuple, dict, set, bool)):
+            return ("measured_on", str(key)), f"must be text or null, got {shown(value)}"
+    return None
+
+
+def measured_on_texts(block) -> dict | None:
+    """A checked ``measured_on`` block with every entry as text (or None), in the order of ``MEASURED_ON``.
+
+    >>> import datetime
+    >>> measured_on_texts({"date": datetime.date(2026, 12, 5), "cudnn": 90100, "driver": None})
+    {'driver': None, 'cudnn': '90100', 'date': '2026-12-05'}
+    """
+    if block is None:
+        return None
+    return {key: (None if block[key] is None else str(block[key])) for key in MEASURED_ON if key in block}
 
 
 def _batch_problem(sizes, factors) -> tuple[tuple, str] | None:

@@ -8,6 +8,9 @@ shards listed by ``model.safetensors.index.json`` with the published key names (
 their published ids (``<unit>`` 151683, ``<|listen|>`` 151705, ``<|chunk_eos|>`` 151718, ...; vocabulary
 151748). Only the widths are small (LLM hidden 64, 2 layers; encoder width 32, 2 layers) and the weights random,
 so the real loading path (``ticktock.adapters.minicpmo``) loads a miniature exactly as it loads the real weights.
+Every config.json written here is marked (``"ticktock_miniature": {"random_weights": true, "parameters": N,
+"written_by": "ticktock.miniatures"}``, ``checkpoint.miniature_marker``), so a run on a miniature says so in
+run.json and the tables label it and leave the paper's columns empty for it.
 
 =================  ================================================================================
 ``minicpmo45``     the base checkpoint
@@ -26,6 +29,8 @@ Example::
     >>> folder = write_miniature("minicpmo45", Path(tempfile.mkdtemp()) / "m")
     >>> sorted(p.name for p in folder.iterdir())[:3]
     ['config.json', 'merges.txt', 'model-00001-of-00002.safetensors']
+    >>> json.loads((folder / "config.json").read_text())["ticktock_miniature"]["random_weights"]
+    True
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ticktock.adapters.checkpoint import MINIATURE_KEY, miniature_marker
 from ticktock.adapters.minicpmo_tokens import BASE_VOCAB, EXTRA_TOKENS, MINICPMO_ADDED, tokenizer_files
 
 LLM_SHAPES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -85,8 +91,9 @@ def write_checkpoint(out: Path, extra_tokens: list[str], seed: int, parts: tuple
     tokenizer_files(out, added)
     config = {"architectures": ["MiniCPMO"], "model_type": "minicpmo", "vocab_size": vocab_size, **LLM_SHAPES,
               "audio_config": AUDIO_SHAPES, "audio_pool_step": 5, "torch_dtype": "bfloat16"}
-    (out / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
     tensors = random_tensors(config, seed, len(extra_tokens) if fine_tune else 0)
+    config[MINIATURE_KEY] = miniature_marker(loaded_parameters(tensors))
+    (out / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
     if parts is not None:
         tensors = {key: value for key, value in tensors.items() if key.startswith(parts)}
     write_shards(out, tensors)
@@ -113,6 +120,19 @@ def random_tensors(config: dict, seed: int, new_rows: int = 0) -> dict:
     if new_rows:
         mean_init_rows(tensors, new_rows)
     return {key: value.detach().to(torch.bfloat16).contiguous() for key, value in tensors.items()}
+
+
+LOADED_PARTS = ("llm.", "apm.", "audio_projection_layer.")  # what the adapter loads (vpm.*, tts.* are skipped)
+
+
+def loaded_parameters(tensors: dict) -> int:
+    """How many parameters a replay loads from these tensors (the parts in ``LOADED_PARTS``).
+
+    >>> import torch
+    >>> loaded_parameters({"llm.a": torch.zeros(2, 3), "apm.b": torch.zeros(4), "tts.c": torch.zeros(9)})
+    10
+    """
+    return sum(value.numel() for key, value in tensors.items() if key.startswith(LOADED_PARTS))
 
 
 def mean_init_rows(tensors: dict, count: int) -> None:

@@ -1,7 +1,9 @@
 """A miniature Qwen2.5-Omni checkpoint in the released on-disk layout, for tests and CPU smoke runs.
 
 Hidden 64, 2 layers, the real 152,064 vocabulary rows and special-token ids, the protocol tokens appended after
-them: the real loading path (``ticktock.adapters.qwen_omni``) loads it as it loads the 7B weights.
+them: the real loading path (``ticktock.adapters.qwen_omni``) loads it as it loads the 7B weights. Its config.json
+is marked as a miniature (``"ticktock_miniature"``, ``ticktock.adapters.checkpoint.miniature_marker``: random
+weights, the parameters a replay loads), so runs on it say so in run.json and in the tables.
 
 Example::
 
@@ -10,6 +12,8 @@ Example::
     >>> folder = write_streaming_slm_miniature(Path(tempfile.mkdtemp()) / "mini")
     >>> sorted(p.name for p in folder.iterdir())[:2]
     ['config.json', 'merges.txt']
+    >>> json.loads((folder / "config.json").read_text())["ticktock_miniature"]["written_by"]
+    'ticktock.miniatures'
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from pathlib import Path
 import torch
 
 from ticktock.adapters.bpe_tokenizer import write_bpe_tokenizer
+from ticktock.adapters.checkpoint import MINIATURE_KEY, miniature_marker
 from ticktock.adapters.qwen_omni import (BASE_VOCAB, QWEN_OMNI_SPECIAL_TOKENS, VOCAB_ROWS, checkpoint_key, quiet_transformers)
+
+NOT_LOADED = ("thinker.visual.",)  # Thinker weights the adapter drops after loading (not counted in the marker)
 
 # The stand-in for the unknown fine-tune: the MiniCPM-o protocol tokens that Qwen lacks, appended from id 151665.
 MINIATURE_PROTOCOL_TOKENS = ("<unit>", "</unit>", "<|listen|>", "<|speak|>", "<|chunk_eos|>", "<|turn_eos|>",
@@ -107,6 +114,7 @@ def write_streaming_slm_miniature(out: Path, seed: int = 0, vocab_rows: int = VO
     index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for p in shards.values() for t in p.values())},
              "weight_map": {key: file for file, part in shards.items() for key in part}}
     (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
+    config[MINIATURE_KEY] = miniature_marker(sum(v.numel() for k, v in tensors.items() if not k.startswith(NOT_LOADED)))
     (out / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
     (out / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=1), encoding="utf-8")
     return out

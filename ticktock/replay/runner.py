@@ -126,7 +126,8 @@ def check_run_options(cfg: DictConfig, on_this_machine: bool = True) -> None:
     ShardSpec.parse(cfg.get("shard"))
     _check_model_context(cfg.model)
     check_threads(cfg.get("threads"))
-    check_device(cfg.get("device"), available=on_this_machine)
+    for key, device in device_settings(cfg):  # `device`, and `model.device` where it is set apart from it
+        check_device(device, available=on_this_machine, key=key)
     check_watchdog(cfg.get("watchdog"))  # watchdog.chunk_s: null or a number of seconds > 0
     check_task_options(cfg.get("task"))  # task=hf: task.dataset given, task.streaming a flag, task.audio_cache a folder
     from ticktock.plugins import check_used
@@ -170,17 +171,49 @@ def check_threads(threads) -> None:
         raise RunOptionError(f"threads: must be null (torch's default) or an integer >= 1, got {threads!r}")
 
 
-def check_device(device, available: bool = True) -> None:
-    """``device``: null (each model's default), ``auto``, ``cpu``, ``cuda`` (the first GPU this process sees: the one
-    a scheduler assigned through CUDA_VISIBLE_DEVICES) or ``cuda:K``; a GPU that is not there is refused here,
-    naming what is visible (unless ``available=False``: the form only)."""
+RUN_DEVICE = "${device}"  # what a shipped model config's `device` is: the run option `device`, interpolated
+
+
+def device_settings(cfg: DictConfig) -> list[tuple[str, object]]:
+    """The device keys of a run config worth checking, with their values: the run option ``device`` (the one
+    documented key), and ``model.device`` when it is not the shipped ``${device}`` (set directly, e.g.
+    ``model.device=cuda``), so that a refusal names the key the user set.
+
+    Example::
+
+        >>> device_settings(compose_run("ar", "fixture", None, ["device=cuda"]))
+        [('device', 'cuda')]
+        >>> device_settings(compose_run("ar", "fixture", None, ["model.device=cuda:1"]))
+        [('device', None), ('model.device', 'cuda:1')]
+    """
+    settings = [("device", cfg.get("device"))]
+    model = cfg.get("model")
+    if isinstance(model, DictConfig) and "device" in model:
+        written = OmegaConf.to_container(model, resolve=False).get("device")
+        if written != RUN_DEVICE:
+            settings.append(("model.device", model.get("device")))
+    return settings
+
+
+def check_device(device, available: bool = True, key: str = "device") -> None:
+    """``device`` (the value of ``key``: the run option ``device``, or ``model.device`` set directly): null (each
+    model's default), ``auto``, ``cpu``, ``cuda`` (the first GPU this process sees: the one a scheduler assigned
+    through CUDA_VISIBLE_DEVICES) or ``cuda:K``; a GPU that is not there is refused here, naming ``key`` and what is
+    visible (unless ``available=False``: the form only).
+
+    >>> check_device("cpu")
+    >>> check_device("gpu", key="model.device")
+    Traceback (most recent call last):
+    ...
+    ticktock.replay.runner.RunOptionError: model.device: must be null, auto, cpu, cuda or cuda:K (K an integer), got 'gpu'
+    """
     import os
 
     if device is None or device in ("auto", "cpu"):
         return
     kind, _, index = str(device).partition(":")
     if kind != "cuda" or (index and not index.isdigit()):
-        raise RunOptionError(f"device: must be null, auto, cpu, cuda or cuda:K (K an integer), got {device!r}")
+        raise RunOptionError(f"{key}: must be null, auto, cpu, cuda or cuda:K (K an integer), got {device!r}")
     if not available:
         return
     import torch
@@ -189,9 +222,11 @@ def check_device(device, available: bool = True) -> None:
     seen = f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}" if "CUDA_VISIBLE_DEVICES" in os.environ else \
         "CUDA_VISIBLE_DEVICES not set"
     if visible == 0:
-        raise RunOptionError(f"device: {device} asked for, but this process sees no CUDA device ({seen})")
+        build = "" if torch.version.cuda else \
+            f"; torch {torch.__version__} is a CPU build: install a CUDA build, see docs/gpu.md"
+        raise RunOptionError(f"{key}: {device} asked for, but this process sees no CUDA device ({seen}{build})")
     if index and int(index) >= visible:
-        raise RunOptionError(f"device: {device} asked for, but this process sees {visible} CUDA device(s) "
+        raise RunOptionError(f"{key}: {device} asked for, but this process sees {visible} CUDA device(s) "
                              f"(cuda:0 .. cuda:{visible - 1}; {seen})")
 
 

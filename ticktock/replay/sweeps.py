@@ -3,7 +3,9 @@
 ``LaunchChecks`` is a Hydra callback (named in ``configs/run.yaml`` under ``hydra.callbacks``). Before a run it
 checks the run options (``check_run_options``: a bad one leaves no folder behind) and that the run folder can be
 written (``ticktock.results.writable.check_writable``: a read-only folder is one line and exit code 4, not Hydra's
-traceback from creating the folder or its log file); before a sweep, that the sweep folder can be written.
+traceback from creating the folder or its log file); before a sweep, that the sweep folder can be written. Paths
+under ``~`` in the config are expanded first (``expand_home``), and a run refused later, before it wrote anything,
+has the folder Hydra made for it removed again (``refused_run_removed``): a refused run leaves no folder behind.
 
 Hydra launches a sweep's jobs (its *arms*: one per combination of the swept values) one after another or, with a
 launcher plugin (joblib, submitit, Ray), several at once. Two rules hold here, whatever the launcher:
@@ -32,13 +34,14 @@ Example::
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
 from ticktock.errors import TickTockError, debugging, one_line
 
@@ -66,8 +69,10 @@ class LaunchChecks(Callback):
         from ticktock.results.writable import check_writable
 
         with user_errors():  # before Hydra makes the run folder and its log file
+            expand_home(config)  # a quoted '~/...' path: the run (the same config object) gets it expanded too
             check_run_options(config)
             check_writable(Path(config.hydra.run.dir))
+        note_folders_to_make(Path(config.hydra.run.dir))  # removed again if the run is refused (refused_run_removed)
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         from ticktock.errors import user_errors
@@ -112,7 +117,9 @@ def check_arms(config: DictConfig) -> None:
     problems = []
     for number, arm in enumerate(arms):
         try:
-            check_run_options(loader.load_sweep_config(config, arm), on_this_machine=here)
+            arm_config = loader.load_sweep_config(config, arm)
+            expand_home(arm_config)
+            check_run_options(arm_config, on_this_machine=here)
         except TickTockError as err:
             problems.append((number, arm, one_line(err), err.exit_code))
         except HydraException as err:  # an arm Hydra cannot compose (e.g. decoder=ar,nope)
@@ -142,6 +149,118 @@ def describe(arm: list[str], arms: list[list[str]]) -> str:
     keys = varying(arms)
     apart = [override for override in arm if override.partition("=")[0] in keys]
     return " ".join(apart or arm) or "no overrides"
+
+
+# ------------------------------------------------------------------------------------ paths under ~
+
+
+def home_path(value):
+    """``value`` with a leading ``~`` expanded to the user's home folder when it is a path there (``~`` or
+    ``~/...``); any other value as it is.
+
+    >>> home_path("~/ckpt/gander") == os.path.join(os.path.expanduser("~"), "ckpt/gander")
+    True
+    >>> home_path("results/~x"), home_path(3)
+    ('results/~x', 3)
+    """
+    if isinstance(value, str) and (value == "~" or value.startswith("~/")):
+        return os.path.expanduser(value)
+    return value
+
+
+def expand_home(node) -> None:
+    """Expand ``~`` in every value of a run config (the ``hydra`` node left out) that is a path in the home folder
+    (``home_path``), in place: Hydra takes ``'model.path="~/ckpt/gander"'`` quoted, and the shell does not expand
+    ``~`` after ``key=``, so ``model.path``, ``model.base_path``, ``clock.profile``, ``task.manifest``, ... would
+    otherwise name a folder called ``~``. A value that cannot be read yet (missing, an interpolation that does not
+    resolve) is left to the run's checks.
+
+    Example::
+
+        >>> from omegaconf import OmegaConf
+        >>> cfg = OmegaConf.create({"model": {"path": "~/ckpt/gander", "name": "gander"}, "tags": ["~/a", "b"]})
+        >>> expand_home(cfg)
+        >>> cfg.model.path == home_path("~/ckpt/gander"), cfg.tags[0] == home_path("~/a"), cfg.model.name
+        (True, True, 'gander')
+    """
+    from omegaconf import read_write
+    from omegaconf.errors import OmegaConfBaseException
+
+    keys = [key for key in node.keys() if key != "hydra"] if isinstance(node, DictConfig) else range(len(node))
+    for key in keys:
+        try:
+            value = node[key]
+        except OmegaConfBaseException:
+            continue
+        if isinstance(value, (DictConfig, ListConfig)):
+            expand_home(value)
+        elif home_path(value) != value:
+            with read_write(node):
+                node[key] = home_path(value)
+
+
+# ------------------------------------------------------------------------------------ refused runs
+
+
+FOLDERS_TO_MAKE: dict[str, Path] = {}  # run folder -> the topmost folder Hydra will make for it (absent before)
+
+
+def note_folders_to_make(run_dir: Path) -> None:
+    """Before Hydra makes a single run's folder: remember it (and its parents that do not exist yet), when it does not
+    exist, so that a refused run can remove what this process made (``refused_run_removed``). A folder that exists
+    (a run to resume, another run's) is never noted, so never removed."""
+    folder = Path(os.path.abspath(run_dir))
+    if folder.exists():
+        return
+    top = folder
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    FOLDERS_TO_MAKE[str(folder)] = top
+
+
+@contextmanager
+def refused_run_removed(run_dir: Path) -> Iterator[None]:
+    """Around a single run: when it stops with an expected error (``TickTockError``: a bad option, no GPU, missing
+    weights or audio, an endpoint that cannot be reached) before it wrote anything, the run folder Hydra made for it
+    is removed, and the parents made with it, so that a refused run leaves no folder behind. Only a folder this
+    process made (``note_folders_to_make``) that holds nothing but Hydra's log and an empty ``run.lock`` goes; the
+    error passes on unchanged."""
+    try:
+        yield
+    except TickTockError:
+        top = FOLDERS_TO_MAKE.pop(os.path.abspath(run_dir), None)
+        if top is not None:
+            remove_unwritten(Path(os.path.abspath(run_dir)), top)
+        raise
+
+
+def holds_no_results(folder: Path) -> bool:
+    """Whether a run folder holds nothing a run wrote: only Hydra's ``*.log`` files and an empty (released)
+    ``run.lock``."""
+    from ticktock.results.lock import LOCK_FILE
+
+    for entry in folder.iterdir():
+        if not entry.is_file() or entry.is_symlink():
+            return False
+        if entry.suffix != ".log" and not (entry.name == LOCK_FILE and entry.stat().st_size == 0):
+            return False
+    return True
+
+
+def remove_unwritten(folder: Path, top: Path) -> None:
+    """Remove ``folder`` when it holds no results (``holds_no_results``), then its empty parents up to ``top``
+    (best effort: a folder that another process wrote into meanwhile stays)."""
+    try:
+        if not folder.is_dir() or not holds_no_results(folder):
+            return
+        for entry in folder.iterdir():
+            entry.unlink()
+        folder.rmdir()
+        while folder != top:
+            folder = folder.parent
+            folder.rmdir()  # fails (and stops) on a folder that is not empty
+    except OSError:
+        pass
 
 
 # ------------------------------------------------------------------------------------ jobs that fail

@@ -117,6 +117,7 @@ FIELDS = (
     *(Field(f"environment.{key}", (STRING, NULL)) for key in ("cpu", "cuda_device")),
     Field("environment.model", (MAPPING, NULL)),
     Field("environment.model.parameters", (INTEGER, NULL)),
+    *(Field(f"environment.model.{key}", (BOOLEAN, NULL)) for key in ("random_weights", "miniature")),  # tables
     Field("decoder", (MAPPING, NULL)),
     Field("shard", (MAPPING, NULL)),
     Field("shard.index", (INTEGER,), required=True, allowed=_at_least(0)),

@@ -185,8 +185,8 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     shared the device."""
     cells = sharing_cells(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
-    columns = [*shown_names(results, shown), "group", "greedy", "N", "decoder", "label", "draft policy", "batching",
-               "is baseline", "baseline run", *FIG4C_METRICS, *UTILISATION]
+    columns = [*shown_names(results, shown), "group", "greedy", "real weights", "N", "decoder", "label",
+               "draft policy", "batching", "is baseline", "baseline run", *FIG4C_METRICS, *UTILISATION]
     label = _fig4c_labeller(cells)
     rows = []
     for cell in cells:
@@ -194,7 +194,8 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
         speak, tool = _fig4c_speedups(base, cell)
         chunks, tools = cell.chunks, cell.chunks[metrics.tool_mask(cell.chunks)]
         rows.append({**setup_columns(cell.setup, shown), "group": group_label(cell.setup),
-                     "greedy": cell.setup.temperature == 0, "N": cell.setup.concurrency,
+                     "greedy": cell.setup.temperature == 0, "real weights": not cell.setup.random_weights,
+                     "N": cell.setup.concurrency,
                      "decoder": cell.decoder, "label": label(cell), "draft policy": cell.setup.draft_policy,
                      "batching": cell.setup.batching, "is baseline": cell.decoder == baseline,
                      "baseline run": base.names if base is not None else "",
@@ -369,6 +370,7 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
     frame = data[[*shown_names(results, varying(results, FIG4C_SETUP_FIELDS)), "N"]].copy()
     frame["decoder"] = data["label"]
     comparable = data["greedy"].astype(bool) & ~data["batching"].astype(bool)  # the paper: greedy, batch 1
+    comparable &= pd.Series(data.get("real weights", True), index=data.index).astype(bool)  # no random weights
     for column in FIG4C_METRICS[:-2]:
         frame[column] = data[column]
         if column in FIG4C_PAPER:

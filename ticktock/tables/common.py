@@ -1,7 +1,8 @@
 """The ``Table`` record every builder returns, and the setup columns and provenance notes they share.
 
 Every table says which model, clock (with the cost profile and its provenance) and device produced it:
-rows carry the setup columns that vary across the results (always the model; the clock, its encode scale, device,
+rows carry the setup columns that vary across the results (always the model, named ``<model> (miniature, random
+weights)`` when its weights were random, ``Setup.model_label``; the clock, its encode scale, device,
 temperature, seed, the concurrency fields and the talker only when several are present), and the notes carry the
 full provenance (a talker setup's talker included). The tables of one session at a time are built with
 ``@single_session``: from the runs of one session alone on the device (``Results.single_session``), never from
@@ -109,7 +110,27 @@ COLUMN_NAMES = {"temperature": "T", "concurrency": "N", "max_batch": "max batch"
 
 
 def setup_columns(setup: Setup, shown: list[str]) -> dict:
-    return {COLUMN_NAMES.get(name, name): getattr(setup, name) for name in shown}
+    """A row's setup columns: the fields in ``shown``, the model by its label (random weights said: ``model_label``).
+
+    >>> setup_columns(Setup("gander", "wall", "cpu", 0.0, 0, 1.0, 0, random_weights=True, miniature=True), ["model"])
+    {'model': 'gander (miniature, random weights)'}
+    """
+    return {COLUMN_NAMES.get(name, name): setup.model_label if name == "model" else getattr(setup, name)
+            for name in shown}
+
+
+def random_weights_note(setup: Setup) -> str:
+    """The provenance line of a setup whose model had random weights ('' for real weights).
+
+    >>> random_weights_note(Setup("gander", "wall", "cpu", 0.0, 0, 1.0, 0, random_weights=True, miniature=True))[:69]
+    'model gander (miniature, random weights): its weights are random (run'
+    """
+    if not setup.random_weights:
+        return ""
+    what = "a miniature checkpoint (ticktock.miniatures)" if setup.miniature else "random_init"
+    return (f"model {setup.model_label}: its weights are random (run.json environment.model.random_weights: "
+            f"{what}): it measures the harness, not the model; its speedups and latencies say nothing about the "
+            f"real {setup.model}, so the paper's columns are left empty for it")
 
 
 def describe_model(meta: dict) -> str:
@@ -231,7 +252,9 @@ def provenance_notes(results: Results, setups: list[Setup] | None = None) -> lis
     for setup in setups:
         cell = next(c for c in results.cells if c.setup == setup)
         noise = describe_noise(results, setup)
-        for line in (f"model {setup.model}: {describe_model(cell.meta)}", describe_clock(cell.meta, setup), *noise):
+        weights = [note for note in (random_weights_note(setup),) if note]
+        model = f"model {setup.model_label}: {describe_model(cell.meta)}"
+        for line in (model, *weights, describe_clock(cell.meta, setup), *noise):
             if line not in seen:
                 seen.add(line)
                 lines.append(line)
@@ -350,8 +373,10 @@ def setup_label(setup: Setup) -> str:
     'm / modeled:p (encode cost x0.25) / A100 / T=0 / seed 0'
     >>> setup_label(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, talker="espeak", playback_delay_ms=200.0))
     'm / wall / cpu / T=0 / seed 0 / talker espeak / playback delay 200 ms'
+    >>> setup_label(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, random_weights=True))
+    'm (random weights) / wall / cpu / T=0 / seed 0'
     """
-    label = f"{setup.model} / {clock_label(setup)} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
+    label = f"{setup.model_label} / {clock_label(setup)} / {setup.device} / T={setup.temperature:g} / seed {setup.seed}"
     label = f"{label} / {describe_sharing(setup)}" if setup.shares_device else label
     label = f"{label} / {describe_talker(setup)}" if setup.speaks else label
     return f"{label} / playback delay {setup.playback_delay_ms:g} ms" if setup.playback_delay_ms else label

@@ -36,12 +36,14 @@ ABLATION = {
 }
 LLAMA_TASK = "llama_questions"
 PAPER_COLUMNS = ("paper columns: the paper's value for the matching decoder (a range over its four models where it "
-                 "reports several), for greedy setups only; the paper's models differ from ours")
+                 "reports several), for greedy setups of real weights only (none for a model with random weights, "
+                 "e.g. a miniature); the paper's models differ from ours")
 
 
 def _paper(setup, *args, **kwargs) -> str:
-    """The paper's value, for greedy setups only (the paper's main tables are greedy)."""
-    return paper_value(*args, **kwargs) if setup.temperature == 0 else ""
+    """The paper's value, for greedy setups of real weights only (``Setup.compares_with_paper``: the paper's main
+    tables are greedy, and a model with random weights measures the harness, not the model)."""
+    return paper_value(*args, **kwargs) if setup.compares_with_paper else ""
 
 
 def _paired(results: Results, baseline: str, notes: list[str]):

@@ -2,10 +2,11 @@
 
 A run directory holds ``run.json`` and the three tables of ``ticktock.results.schema``. Every argument of
 the tables command is a run directory, a folder searched recursively for run directories, or a glob of
-either. Runs are grouped by **setup** (model, clock and profile with its audio-encoding what-if (run.json
-``clock.encode_scale``, 1 when absent), device, sampling, seed, and how many sessions shared the device:
-``concurrency.sessions`` N, batching, max_batch, stagger and the draft policy, and the talker
-that spoke the assistant's text with its settings: ``config.talker``, none for a run without one, and the jitter
+either. Runs are grouped by **setup** (model, and whether its weights were random: run.json
+``environment.model.random_weights``, a miniature or ``random_init``, labelled in every table; clock and
+profile with its audio-encoding what-if (run.json ``clock.encode_scale``, 1 when absent), device, sampling,
+seed, and how many sessions shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger and
+the draft policy, and the talker that spoke the assistant's text with its settings: ``config.talker``, none for a run without one, and the jitter
 buffer its speech was played with: ``config.playback_delay_ms``, 0 when absent): only runs of the same setup are
 ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
 share a cell when they hold disjoint sessions (e.g. one run per task, or the shards of a sharded run: all of them,
@@ -103,6 +104,26 @@ class Setup:
     talker_args: str = ""  # its settings (canonical JSON, "" when none; ``talker_of``)
     encode_scale: float = 1.0  # the modeled clock's factor on audio-encoding costs (run.json clock.encode_scale; 1: none)
     playback_delay_ms: float = 0.0  # the speech's jitter buffer (config.playback_delay_ms; 0: none or absent)
+    random_weights: bool = False  # the model's weights were random (run.json environment.model.random_weights)
+    miniature: bool = False  # ... a miniature checkpoint's (environment.model.miniature; ticktock.miniatures)
+
+    @property
+    def model_label(self) -> str:
+        """The model as the tables name it: a setup whose weights were random says so (``weights_label``).
+
+        >>> Setup("gander", "wall", "cpu", 0.0, 0, 1.0, 0, random_weights=True, miniature=True).model_label
+        'gander (miniature, random weights)'
+        >>> Setup("gander", "wall", "cpu", 0.0, 0, 1.0, 0).model_label
+        'gander'
+        """
+        weights = weights_label(self.random_weights, self.miniature)
+        return f"{self.model} ({weights})" if weights else self.model
+
+    @property
+    def compares_with_paper(self) -> bool:
+        """Whether the paper's figures may stand beside this setup's: greedy (the paper's main tables are greedy),
+        and real weights (a model with random weights measures the harness, not the model)."""
+        return self.temperature == 0 and not self.random_weights
 
     @property
     def speaks(self) -> bool:
@@ -126,12 +147,13 @@ class Setup:
 
     def without_temperature(self) -> tuple:
         return (self.model, self.clock, self.encode_scale, self.device, self.top_k, self.top_p, self.seed,
-                *self.sharing(), self.talker, self.talker_args, self.playback_delay_ms)
+                *self.sharing(), self.talker, self.talker_args, self.playback_delay_ms, self.random_weights,
+                self.miniature)
 
     def without_sharing(self) -> tuple:
         """Everything but the concurrency fields (Figure 4c compares N within this)."""
         return (self.model, self.clock, self.encode_scale, self.device, self.temperature, self.top_k, self.top_p,
-                self.seed, self.talker, self.talker_args, self.playback_delay_ms)
+                self.seed, self.talker, self.talker_args, self.playback_delay_ms, self.random_weights, self.miniature)
 
 
 @dataclass
@@ -219,7 +241,35 @@ class Run:
             **talker_of(config),
             encode_scale=float(clock.get("encode_scale", 1.0)),
             playback_delay_ms=float(config.get("playback_delay_ms") or 0.0),
+            **weights_of(self.meta),
         )
+
+
+def weights_of(meta: dict) -> dict:
+    """The weights fields of a run's setup from run.json ``environment.model`` (``random_weights``, ``miniature``, as
+    the adapter's ``describe()`` wrote them); a run that records neither (written before they existed, the embedded
+    model, a live endpoint) had real weights as far as the tables know.
+
+    >>> weights_of({"environment": {"model": {"name": "gander", "miniature": True, "random_weights": True}}})
+    {'random_weights': True, 'miniature': True}
+    >>> weights_of({"environment": {"model": {"name": "embedded"}}}), weights_of({})
+    ({}, {})
+    """
+    model = (meta.get("environment") or {}).get("model") or {}
+    if not model.get("random_weights"):
+        return {}
+    return {"random_weights": True, "miniature": bool(model.get("miniature"))}
+
+
+def weights_label(random_weights: bool, miniature: bool) -> str:
+    """What the tables add to the name of a model whose weights were random ('' for real weights).
+
+    >>> weights_label(True, True), weights_label(True, False), weights_label(False, False)
+    ('miniature, random weights', 'random weights', '')
+    """
+    if not random_weights:
+        return ""
+    return "miniature, random weights" if miniature else "random weights"
 
 
 def sharing_of(config: dict) -> dict:
@@ -375,7 +425,8 @@ def decoder_order(name: str) -> tuple:
 def setup_order(setup: Setup) -> tuple:
     return (setup.model, setup.clock, setup.encode_scale, setup.device, setup.temperature, setup.top_k, setup.top_p,
             setup.seed, setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger, setup.draft_policy,
-            setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args, setup.playback_delay_ms)
+            setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args, setup.playback_delay_ms,
+            setup.random_weights, setup.miniature)
 
 
 def discover(arguments: list[str | Path]) -> list[Path]:
