@@ -24,7 +24,8 @@ def test_a_live_run_hears_the_servers_voice_and_a_buffer_delays_its_first_audio(
         first[delay] = [ms for row in sessions["first_audio_latencies_ms"] if row is not None for ms in row]
         assert sessions["assistant_speech_s"].fillna(0).sum() > 0.5
     assert first[0] and len(first[0]) == len(first[1500])
-    assert all(b >= a for a, b in zip(first[0], first[1500])) and sum(first[1500]) > sum(first[0])
+    # two live runs, each with its own timing noise: the buffer shows in the replies' first audio as a whole
+    assert sum(first[1500]) > sum(first[0]) + 500.0, first
 
     from ticktock.tables.__main__ import main as tables
 
