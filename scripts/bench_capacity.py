@@ -1,18 +1,23 @@
-"""Capacity per device on the embedded model: for each decoder, with and without batching, the largest N sessions
-one device serves within the deadline criteria, and the ratio to AR's.
+"""Capacity per device on the embedded model: for each decoder, with and without batching (of forwards, and of audio
+encodings), the largest N sessions one device serves within the deadline criteria, and the ratio to AR's.
 
-For each decoder and batching it searches N (``ticktock.tables.capacity.search_capacity``: N = 1, 2, 4, ...
-while the run passes, then bisection, up to --limit): evaluating N replays the corpus with ``concurrency.sessions=N``
-(modeled clock by default: a deterministic simulation, so one run per N) into ``<out>/<decoder>-N<N>-b<0|1>`` and
-judges its chunks.parquet (``verdict``: deadline misses <= 5% of chunks and the 95th-percentile response onset
-<= 500 ms). Then it prints one line per decoder and batching (the capacity, x AR and the N tried) and writes the
-capacity table and figure from every run of the folder into ``<out>/tables``. Batching needs a cost profile with a
-batch dimension (the default a100-8b-derived has one). Runs resume (rerun to continue; a finished N is read back).
+For each decoder, batching and batching of encodings (``--batch-encodings``: ``concurrency.batch_encodings``) it
+searches N (``ticktock.tables.capacity.search_capacity``: N = 1, 2, 4, ... while the run passes, then bisection, up to
+--limit): evaluating N replays the corpus with ``concurrency.sessions=N`` (modeled clock by default: a deterministic
+simulation, so one run per N) into ``<out>/<decoder>-N<N>-b<0|1>`` (``-e1`` after it with batched encodings) and
+judges its chunks.parquet (``verdict``: deadline misses <= 5% of chunks and the 95th-percentile response onset <= 500
+ms). Then it prints one line per decoder and batching (the capacity, x AR and the N tried) and writes the capacity
+table and figure from every run of the folder into ``<out>/tables``. Batching needs a cost profile with a batch
+dimension, batched encodings one for encodings (the shipped profiles have both). Runs resume (rerun to continue; a
+finished N is read back).
 
-Run (about 20 minutes on 2 CPU cores with the defaults: 2 sessions per task, up to 16 sessions at once)::
+Run (about 40 minutes on 2 CPU cores with the defaults: 2 sessions per task, up to 16 sessions at once, every decoder
+with and without batching, each with and without batched encodings)::
 
     python scripts/bench_capacity.py --out results/capacity
-    python scripts/bench_capacity.py --decoders ar,speclisten --batching false --limit 8 clock=wall
+    python scripts/bench_capacity.py --decoders ar,speclisten --batching false --batch-encodings false --limit 8 clock=wall
+    python scripts/bench_capacity.py --out results/capacity-published --per-task 3 \
+        clock.profile=configs/profiles/a100-8b-published-encoder.yaml
 
 Against a running server (docs/endpoints.md), each N is a live run of ``concurrency.sessions=N`` sessions held at once;
 the server's own decoder is measured (``--decoders`` only names the folders: one name per server)::
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow.parquet as pq
 
@@ -41,20 +47,38 @@ from ticktock.tables.render import write_tables
 BATCHING = {"false": False, "true": True}
 
 
-def overrides(n: int, batching: bool, args) -> list[str]:
-    return [f"concurrency.sessions={n}", f"concurrency.batching={str(batching).lower()}", f"draft_policy={args.policy}",
+class Sharing(NamedTuple):
+    """How the sessions share the device besides N: batched forwards (``concurrency.batching``) and batched audio
+    encodings (``concurrency.batch_encodings``)."""
+
+    batching: bool = False
+    encodings: bool = False
+
+    def words(self) -> str:
+        """As printed: ``batching=true encodings=false``."""
+        return f"batching={str(self.batching).lower():5} encodings={str(self.encodings).lower():5}"
+
+    def folder(self, decoder: str, n: int) -> str:
+        """The run folder of N: ``<decoder>-N<N>-b<0|1>``, ``-e1`` after it with batched encodings (the folders of
+        runs made before the option existed keep their names)."""
+        return f"{decoder}-N{n}-b{int(self.batching)}" + ("-e1" if self.encodings else "")
+
+
+def overrides(n: int, sharing: Sharing, args) -> list[str]:
+    return [f"concurrency.sessions={n}", f"concurrency.batching={str(sharing.batching).lower()}",
+            *([f"concurrency.batch_encodings=true"] if sharing.encodings else []), f"draft_policy={args.policy}",
             *args.overrides]
 
 
-def passes(decoder: str, batching: bool, args):
+def passes(decoder: str, sharing: Sharing, args):
     """``passes(N)`` for ``search_capacity``: replay N sessions at once (resuming the run folder), judge its chunks."""
     def judge(n: int) -> bool:
-        cfg = compose_run(decoder, args.model, args.per_task or None, overrides(n, batching, args))
+        cfg = compose_run(decoder, args.model, args.per_task or None, overrides(n, sharing, args))
         replay = run_live if is_endpoint(cfg) else run  # a live endpoint (--model endpoint) or the model in process
-        folder = replay(cfg, Path(args.out) / f"{decoder}-N{n}-b{int(batching)}").run_dir
+        folder = replay(cfg, Path(args.out) / sharing.folder(decoder, n)).run_dir
         result = verdict(pq.read_table(folder / "chunks.parquet").to_pandas())
         onset = f"{result.p95_onset_ms:.0f} ms over {result.onsets} onsets" if result.onsets else "none (no onsets)"
-        print(f"  {decoder} N={n} batching={str(batching).lower()}: miss {result.miss_rate:.1%}, p95 onset {onset}: "
+        print(f"  {decoder} N={n} {sharing.words()}: miss {result.miss_rate:.1%}, p95 onset {onset}: "
               f"{'pass' if result.passes else 'fail'}", flush=True)
         return result.passes
     return judge
@@ -62,16 +86,16 @@ def passes(decoder: str, batching: bool, args):
 
 def session_count(args) -> int:
     """How many sessions a run of these options replays (N beyond it replays the same sessions, all at once)."""
-    cfg = compose_run("ar", args.model, args.per_task or None, overrides(1, False, args))
+    cfg = compose_run("ar", args.model, args.per_task or None, overrides(1, Sharing(), args))
     check_run_options(cfg)  # a bad override: one line before any work
     return len(select_sessions(cfg, build(cfg.task)))
 
 
-def refusal(decoder: str, batching: bool, limit: int, args) -> str | None:
+def refusal(decoder: str, sharing: Sharing, limit: int, args) -> str | None:
     """Why a decoder cannot be searched with this batching (a shared device it cannot use, a profile without a batch
     dimension), checked before any work; None when it can."""
     try:
-        check_run_options(compose_run(decoder, args.model, args.per_task or None, overrides(limit, batching, args)))
+        check_run_options(compose_run(decoder, args.model, args.per_task or None, overrides(limit, sharing, args)))
     except ConfigError as err:
         return str(err)
     return None
@@ -98,13 +122,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--per-task", type=whole_number(0), default=2, help="sessions per task type (0: all)")
     parser.add_argument("--decoders", default="ar,speclisten,speclisten_stream", help="AR first: the ratios are to it")
     parser.add_argument("--batching", default="false,true", help="false, true or both (concurrency.batching)")
+    parser.add_argument("--batch-encodings", default="false,true",
+                        help="false, true or both (concurrency.batch_encodings: batched audio encodings)")
     parser.add_argument("--limit", type=whole_number(1, 1024), default=16, help="the largest N tried")
     parser.add_argument("--policy", default="expected_savings", help="the draft policy (configs/draft_policy/)")
     parser.add_argument("overrides", nargs="*", help="run config overrides, e.g. clock=wall")
     args = parser.parse_args(argv)
-    wrong = [b for b in args.batching.split(",") if b not in BATCHING]
-    if wrong:
-        parser.error(f"argument --batching: expected false, true or false,true, got {args.batching!r}")
+    for option, value in (("--batching", args.batching), ("--batch-encodings", args.batch_encodings)):
+        if any(b not in BATCHING for b in value.split(",")):
+            parser.error(f"argument {option}: expected false, true or false,true, got {value!r}")
     return args
 
 
@@ -115,22 +141,23 @@ def main(argv=None) -> int:
     if limit < args.limit:
         print(f"--limit {args.limit} is above the {limit} sessions a run replays: N up to {limit} (more sessions at "
               "once than the run has cannot be measured; --per-task 0 replays them all)")
-    lines = [(decoder, BATCHING[b]) for b in args.batching.split(",") for decoder in decoders]
-    found: dict[tuple[str, bool], CapacitySearch | str] = {}
-    for decoder, batching in lines:  # every line checked first: a refused one is said, the others still run
-        why = refusal(decoder, batching, max(limit, 2), args)
+    lines = [(decoder, Sharing(BATCHING[b], BATCHING[e])) for b in args.batching.split(",")
+             for e in args.batch_encodings.split(",") for decoder in decoders]
+    found: dict[tuple[str, Sharing], CapacitySearch | str] = {}
+    for decoder, sharing in lines:  # every line checked first: a refused one is said, the others still run
+        why = refusal(decoder, sharing, max(limit, 2), args)
         if why:
-            found[decoder, batching] = f"refused: {why}"
-            print(f"{decoder} batching={str(batching).lower()}: {found[decoder, batching]}")
-    for decoder, batching in lines:
-        if (decoder, batching) not in found:
-            found[decoder, batching] = search_capacity(passes(decoder, batching, args), limit)
-    for (decoder, batching), search in found.items():
-        head = f"{decoder:18} batching={str(batching).lower():5}"
+            found[decoder, sharing] = f"refused: {why}"
+            print(f"{decoder} {sharing.words()}: {found[decoder, sharing]}")
+    for decoder, sharing in lines:
+        if (decoder, sharing) not in found:
+            found[decoder, sharing] = search_capacity(passes(decoder, sharing, args), limit)
+    for (decoder, sharing), search in found.items():
+        head = f"{decoder:18} {sharing.words()}"
         if isinstance(search, str):
             print(f"{head} {search}")
             continue
-        print(f"{head} {capacity_line(search, found.get(('ar', batching)), decoder == 'ar')}")
+        print(f"{head} {capacity_line(search, found.get(('ar', sharing)), decoder == 'ar')}")
     write_capacity(Path(args.out))
     return 0
 

@@ -21,6 +21,7 @@ Run (about 2 minutes per run on 2 CPU cores with the default 6 sessions per task
     python scripts/bench_concurrency.py --per-task 0 --decoders speclisten_plus --policies expected_savings,round_robin
     python scripts/bench_concurrency.py --out results/concurrency-enc025 --sessions 4 clock.encode_scale=0.25
     python scripts/bench_concurrency.py --out results/concurrency-batch --sessions 8 concurrency.batching=true
+    python scripts/bench_concurrency.py --out results/concurrency-enc --sessions 4 concurrency.batch_encodings=true
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ def figures(run_dir: Path) -> dict:
         "shares": [device.get(key, math.nan) / device["span_ms"] if device.get("span_ms") else math.nan
                    for key in ("post_audio_busy_ms", "draft_busy_ms", "talker_busy_ms", "idle_ms")],
         "clock": meta["clock"],
+        "sharing": meta["config"].get("concurrency") or {},
     }
 
 
@@ -147,10 +149,12 @@ def main(argv=None) -> None:
             rows.append(("ar", n, "-", ar, ar))
         else:
             rows.append((decoder, n, policy, figures(replay(decoder, n, policy, args)), ar))
-    clock = rows[0][3]["clock"]
+    clock, sharing = rows[0][3]["clock"], rows[0][3]["sharing"]
     scale = f" (encode cost x{clock['encode_scale']:g})" if "encode_scale" in clock else ""
+    batched = [what for key, what in (("batching", "batched forwards"), ("batch_encodings", "batched encodings"))
+               if sharing.get(key)]
     print(f"Figure 4c, model {args.model}, clock {clock.get('name')} {clock.get('profile', '')}{scale}, "
-          f"{args.per_task or 'all'} sessions per task")
+          f"{args.per_task or 'all'} sessions per task{', ' + ' and '.join(batched) if batched else ''}")
     print(f"{'decoder':18} {'N':>2} {'policy':17} {'speak x':>8} {'tool x':>8} {'miss':>6} {'tool miss':>9} "
           f"{'max lag ms':>10} {'wait ms':>8} {'post%':>6} {'idle-w%':>7} {'talk%':>6} {'idle%':>6} {'sched ms/chunk':>14}")
     for decoder, n, policy, f, ar in rows:

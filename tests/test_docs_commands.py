@@ -129,7 +129,12 @@ RULES: dict[str, Rule] = {
         Rule(ELSEWHERE, where="tests/serve/test_serve_command.py", why="a server runs until Ctrl-C: run there"),
     "python scripts/bench_serve.py": Rule(LIMIT, "--runs 1 --sessions 1 --seconds 3", says="speak-unit speedup",
                                           why="about 4 minutes for 4 sessions x 3 runs"),
+    "python -m ticktock.run -m clock.profile=configs/profiles/a100-8b-derived.yaml,configs/profiles/a100-8b-published-encoder.yaml "
+    "concurrency.sessions=4 concurrency.batch_encodings=true":
+        Rule(LIMIT, "limit.sessions=4 limit.chunks=2", why="N is at most the sessions a run replays"),
     # docs/concurrency.md
+    "python -m ticktock.run decoder=speclisten_stream concurrency.sessions=4 concurrency.batch_encodings=true":
+        Rule(LIMIT, "limit.sessions=4 limit.chunks=2", why="N is at most the sessions a run replays"),
     "python -m ticktock.run decoder=speclisten_plus concurrency.sessions=4":
         Rule(LIMIT, "limit.sessions=4 limit.chunks=2", why="N is at most the sessions a run replays"),
     "python scripts/bench_concurrency.py --sessions 1,2,4,8":

@@ -62,7 +62,7 @@ def config(manifest, *overrides, decoder="ar"):
     ("+model.context_evict_to=nan", "model.context_evict_to: must be a number between 0 and 1 (the share of the context "
                                    "kept after an eviction), got nan"),
     ("+model.context_limit=0", "model.context_limit: must be null (the model's own) or an integer >= 1, got 0"),
-    ("+concurrency.gpus=2", "concurrency.gpus: unknown setting (known: sessions, batching, max_batch, stagger)"),
+    ("+concurrency.gpus=2", "concurrency.gpus: unknown setting (known: sessions, batching, max_batch, stagger, batch_encodings)"),
     ("concurrency.batching=true clock=free",
      "concurrency.batching: the cost profile free has no batch dimension (batch_sizes, batch_factor); measure one with "
      "`python -m ticktock.calibrate`, or use concurrency.batching=false"),

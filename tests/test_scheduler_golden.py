@@ -5,7 +5,9 @@ now the sessions run as greenlets driven by one loop (``ticktock.replay.device``
 meant to stay the same: ``data/scheduler_golden.json`` holds, for every shipped decoder that the thread scheduler
 could run at N = 1, 2 and 4 (and two with batching of post-audio forwards: batched drafts came after it), each chunk's tokens, times and counters and the device's
 step counts, recorded with the thread scheduler (commit 1f4aa0c) on the fixture model and the a100-8b-derived
-profile. The test replays the same and compares.
+profile. The test replays the same and compares. Re-recorded once on purpose (issue 46): an idle-window audio
+encoding is now expected to cost the profile's encoding, not a forward's, so a low-value one that would delay
+another session's arriving chunk is declined (one more decline at N = 4; every output token unchanged).
 
 Regenerate only on purpose (a deliberate change of scheduling): ``python tests/test_scheduler_golden.py --write``.
 """

@@ -6,8 +6,11 @@ The audio encoding of one 1 s chunk is timed the same way, and for a front-end c
 causal step of audio, giving ``encode_fixed_ms`` (what early prefill pays per piece). For every batch size B of ``batch_sizes``,
 B replicas of the adapter (caches filled to the middle context of the grid) time one batched step of B
 one-token forwards (``forward_many``), giving the profile's ``batch_factor``: measured / ``forward_ms(B,
-B x context)``, 1.0 at B = 1 (see ``ticktock.clocks.modeled``). The result is a YAML profile for
-``clock=modeled`` (``clock.profile=<path>``), labelled with the device, model and date.
+B x context)``, 1.0 at B = 1 (see ``ticktock.clocks.modeled``). For every batch size B of ``encode_batch_sizes``,
+B replicas each given a 1 s chunk of its own audio time one batched encoding step (``encode_many``), giving the
+profile's ``encode_batch_factor``: measured(B) / measured(1) (``encode_batch_factors``). The result is a YAML profile
+for ``clock=modeled`` (``clock.profile=<path>``), labelled with the device, model and date, whose ``sources`` block
+names, for every number it measured, the command as typed and what was timed (``measured_sources``).
 
 Example::
 
@@ -60,11 +63,11 @@ from pathlib import Path
 
 import hydra
 import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ticktock.adapters.base import AdapterState
 from ticktock.clocks.modeled import CostProfile
-from ticktock.errors import ConfigError, RunFolderError
+from ticktock.errors import ConfigError, RunFolderError, shown
 from ticktock.replay.resources import register_resolver, resource_path
 from ticktock.replay.runner import build, check_device, device_settings, environment
 from ticktock.results.atomic import atomic_write
@@ -144,6 +147,66 @@ def measure_batches(adapter, sizes, context: int, warmup: int, repeats: int) -> 
     return costs
 
 
+def measure_encode_batches(adapter, sizes, warmup: int, repeats: int) -> list[float]:
+    """Milliseconds of one batched audio encoding step (``encode_many``) of B sessions, for each B in ``sizes``:
+    B replicas of ``adapter`` (started sessions), each given a 1 s chunk of its own audio (noise at a level of its
+    own), timed as ``timed`` times a forward (device-synchronised, the median of ``repeats`` after ``warmup``, every
+    replica's front-end rolled back after each step).
+
+    Example (the embedded model on one CPU thread: its front-end batches, so 8 encodings cost less than 8 x one)::
+
+        measure_encode_batches(adapter, [1, 2, 4, 8], warmup=1, repeats=3)   # e.g. [1.00, 1.30, 2.01, 3.52]
+    """
+    rng = np.random.default_rng(3)
+    replicas, chunks = [], []
+    for k in range(max(sizes)):
+        replica = adapter.replica()
+        replica.start_session(None, [])
+        replicas.append(replica)
+        chunks.append(rng.normal(0, 0.02 * (k + 1), 16_000).astype(np.float32))
+    costs = []
+    for size in sizes:
+        calls = [(replica, chunk, False) for replica, chunk in zip(replicas[:size], chunks)]
+        costs.append(timed(replicas[:size], lambda: adapter.encode_many(calls), warmup, repeats))
+    return costs
+
+
+def encode_batch_factors(sizes, costs) -> tuple[list[float], list[str | None]]:
+    """factor(B) = measured(B) / measured(1), and for each B a note where the measured factor was not written: one
+    below 1 (below one encoding) or below a smaller batch's is measurement noise at this resolution, and the running
+    maximum (at least 1) is written instead (a profile's factors are non-decreasing, from 1.0).
+
+    >>> encode_batch_factors([1, 2, 4, 8], [4.0, 4.4, 4.2, 6.0])
+    ([1.0, 1.1, 1.1, 1.5], [None, None, "measured 1.050, below B=2's 1.100: noise at this resolution, the running maximum written", None])
+    >>> encode_batch_factors([1, 2], [4.0, 3.9])[1]
+    [None, 'measured 0.975, below one encoding: noise at this resolution, 1.0 written']
+    """
+    factors, notes, top, highest = [], [], 1.0, 0  # the running maximum, and the batch size it was measured at
+    for i, cost in enumerate(costs):
+        raw = 1.0 if i == 0 else cost / max(costs[0], 1e-9)
+        if raw >= top:
+            top, highest = raw, i
+            notes.append(None)
+        elif highest == 0:
+            notes.append(f"measured {raw:.3f}, below one encoding: noise at this resolution, 1.0 written")
+        else:
+            notes.append(f"measured {raw:.3f}, below B={sizes[highest]}'s {top:.3f}: noise at this resolution, the "
+                         "running maximum written")
+        factors.append(round(top, 6))
+    return factors, notes
+
+
+def encode_batch_line(sizes, costs, factors, notes) -> str:
+    """The printed line of the encoder batch measurement: each B's raw milliseconds and its written factor.
+
+    >>> encode_batch_line([1, 2, 4], [4.1, 4.6, 4.5], [1.0, 1.122, 1.122], [None, None, "measured 1.098, ..."])
+    'encode batches: B=1: 4.10 ms, B=2: 4.60 ms (factor 1.122), B=4: 4.50 ms (factor 1.122; measured 1.098, ...)'
+    """
+    parts = [f"B={b}: {ms:.2f} ms" + ("" if i == 0 else f" (factor {f:.3f}" + (f"; {note})" if note else ")"))
+             for i, (b, ms, f, note) in enumerate(zip(sizes, costs, factors, notes))]
+    return "encode batches: " + ", ".join(parts)
+
+
 def batch_factors(profile: CostProfile, sizes, context: int, costs) -> list[float]:
     """factor(B) = measured(B) / the profile's batch model for B one-token forwards at ``context``
     (``CostProfile.batch_forward_ms``: forward_ms(B, B x context), at least one forward's cost); 1.0 at B = 1."""
@@ -162,23 +225,23 @@ def main(cfg: DictConfig) -> None:
 def calibrate(cfg: DictConfig) -> None:
     """Measure the model (and a talker), write the profile (see the module docstring). Where it writes is checked
     first, before the model is built: the device (``device`` and a ``model.device`` set apart from it, checked as a
-    run checks them), then ``out``: it must not exist unless ``overwrite=true``; ``talker_into`` must be a valid
-    profile."""
+    run checks them), ``batch_sizes`` and ``encode_batch_sizes`` (``batch_sizes_problem``), then ``out``: it must not
+    exist unless ``overwrite=true``; ``talker_into`` must be a valid profile."""
     for key, device in device_settings(cfg):
         check_device(device, key=key)
+    sizes, encode_sizes = checked_sizes(cfg, "batch_sizes"), checked_sizes(cfg, "encode_batch_sizes")
     check_destination(cfg)
     adapter = build(cfg.model)
     talker = measured_talker(cfg, adapter)
     if cfg.get("talker_into"):
-        add_talker(Path(cfg.talker_into), *talker)
+        add_talker(Path(cfg.talker_into), *talker, source=talker_source(cfg, typed_command()))
         return
     queries, contexts = list(cfg.query_tokens), list(cfg.context_tokens)
-    sizes = list(cfg.get("batch_sizes") or [])
-    if sizes:  # checked before measuring: increasing, from 1
-        CostProfile("batch_sizes", [1], [0], [[1.0]], batch_sizes=sizes, batch_factor=[1.0] * len(sizes))
     table, encode = measure(adapter, queries, contexts, cfg.warmup, cfg.repeats)
     batch_context = contexts[len(contexts) // 2]
     batch_costs = measure_batches(adapter, sizes, batch_context, cfg.warmup, cfg.repeats) if sizes else []
+    encode_costs = measure_encode_batches(adapter, encode_sizes, cfg.warmup, cfg.repeats) if encode_sizes else []
+    encode_factors, encode_notes = encode_batch_factors(encode_sizes, encode_costs)
     env = environment(adapter)
     device = env["cuda_device"] or f"CPU: {env['cpu']} ({env['torch_threads']} threads)"
     profile = CostProfile(
@@ -193,14 +256,20 @@ def calibrate(cfg: DictConfig) -> None:
         provenance=f"MEASURED by `ticktock calibrate` on {date.today().isoformat()}, median of {cfg.repeats} "
         f"after {cfg.warmup} warm-up runs, torch {env['versions']['torch']}"
         + (f"; batch factors from {sizes[-1]} replicas at context {batch_context} (forward_many of one-token "
-           "forwards)" if sizes else ""),
+           "forwards)" if sizes else "")
+        + (f"; encoder batch factors from {encode_sizes[-1]} replicas (encode_many of 1 s chunks)" if encode_sizes else ""),
     )
     if sizes:
         profile = replace(profile, batch_sizes=sizes, batch_factor=batch_factors(profile, sizes, batch_context, batch_costs))
+    if encode_sizes:
+        profile = replace(profile, encode_batch_sizes=encode_sizes, encode_batch_factor=encode_factors)
     profile = replace(profile, encode_fixed_ms=measure_encode_fixed(adapter, encode, cfg.warmup, cfg.repeats),
                       measured_on=measurement_record(env, typed_command()))
     if talker is not None:
         profile = replace(profile, talkers={talker[0]: talker[1]})
+    profile = replace(profile, sources=measured_sources(
+        cfg, typed_command(), profile, adapter.causal_granularity_ms, batch_context,
+        encode_batch_timing(encode_sizes, encode_costs, encode_notes, timing_text(cfg))))
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(out) as tmp:
@@ -212,7 +281,123 @@ def calibrate(cfg: DictConfig) -> None:
     if sizes:
         print("batch steps at context {}: {}".format(batch_context, ", ".join(
             f"B={b}: {ms:.2f} ms (factor {f:.3f})" for b, ms, f in zip(sizes, batch_costs, profile.batch_factor))))
+    if encode_sizes:
+        print(encode_batch_line(encode_sizes, encode_costs, encode_factors, encode_notes))
     print(next_steps(cfg, out))
+
+
+MAX_BATCH = 256  # the largest batch calibrate measures (as many replicas as sessions a device may share)
+
+
+def batch_sizes_problem(sizes) -> str | None:
+    """What is wrong with a ``batch_sizes`` or ``encode_batch_sizes`` option (None: nothing): batch sizes are whole
+    numbers from 1 to ``MAX_BATCH``, increasing, from 1 (every factor is relative to B = 1); [] skips the measurement.
+
+    >>> batch_sizes_problem([1, 2, 4, 8]) is None, batch_sizes_problem([]) is None
+    (True, True)
+    >>> batch_sizes_problem([2, 4]), batch_sizes_problem([1, 4, 2]), batch_sizes_problem([1, 0])
+    ('must start at 1, got 2', 'must be increasing: 2 follows 4', '[1]: must be a whole number from 1 to 256, got 0')
+    >>> batch_sizes_problem(8)
+    'must be a list of batch sizes increasing from 1, e.g. [1, 2, 4, 8] ([] to skip), got 8'
+    """
+    if not isinstance(sizes, (list, tuple)):
+        return f"must be a list of batch sizes increasing from 1, e.g. [1, 2, 4, 8] ([] to skip), got {shown(sizes)}"
+    for i, size in enumerate(sizes):
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_BATCH:
+            return f"[{i}]: must be a whole number from 1 to {MAX_BATCH}, got {shown(size)}"
+        if i and size <= sizes[i - 1]:
+            return f"must be increasing: {size} follows {sizes[i - 1]}"
+    if sizes and sizes[0] != 1:
+        return f"must start at 1, got {sizes[0]}"
+    return None
+
+
+def checked_sizes(cfg: DictConfig, key: str) -> list[int]:
+    """The batch sizes option ``key`` as a list (absent or null: [], nothing measured), else a ``ConfigError`` naming
+    it (``batch_sizes_problem``), before anything is built."""
+    value = cfg.get(key)
+    sizes = [] if value is None else OmegaConf.to_object(value) if OmegaConf.is_config(value) else value
+    problem = batch_sizes_problem(sizes)
+    if problem:
+        raise ConfigError(f"{key}{'' if problem.startswith('[') else ': '}{problem}")
+    return list(sizes)
+
+
+# ------------------------------------------------------------------ sources: where each measured number comes from
+
+def measured_sources(cfg: DictConfig, command: str, profile: CostProfile, step_ms: int | None, batch_context: int,
+                     encode_batches: str | None) -> dict:
+    """The profile's ``sources`` block (``ticktock.clocks.sources``): for every field measured here, ``{"measured":
+    "<the command as typed> (<what was timed>)"}``.
+
+    >>> p = CostProfile("p", [1, 8], [0, 64], [[3.0, 3.1], [4.0, 4.2]], encode_ms=1.2)
+    >>> cfg = OmegaConf.create({"warmup": 1, "repeats": 2})
+    >>> measured_sources(cfg, "python -m ticktock.calibrate model=embedded", p, None, 64, None)["encode_ms"]
+    {'measured': 'python -m ticktock.calibrate model=embedded (the encoding of one 1 s chunk of noise from a fresh front-end, median of 2 after 1 warm-up, each rolled back)'}
+    """
+    timing = timing_text(cfg)
+    texts = {
+        "forward_ms": f"forwards of {profile.query_tokens} query tokens at contexts {profile.context_tokens}, one "
+                      f"timed at a time, device-synchronised: {timing}",
+        "encode_ms": f"the encoding of one 1 s chunk of noise from a fresh front-end, {timing}",
+        "encode_fixed_ms": f"the encoding of one {step_ms} ms causal step against a whole 1 s chunk's: fixed + "
+                           f"(whole - fixed) x {step_ms / 1000 if step_ms else 0:g} = step, {timing}",
+        "batch_factor": f"one forward_many step of B one-token forwards on B replicas at context {batch_context}, "
+                        f"B = {', '.join(map(str, profile.batch_sizes or []))}, {timing}; factor = step / "
+                        f"forward_ms(B, B x {batch_context})",
+        "encode_batch_factor": encode_batches,
+    }
+    present = {"forward_ms": True, "encode_ms": True, "encode_fixed_ms": profile.encode_fixed_ms is not None,
+               "batch_factor": profile.batches, "encode_batch_factor": profile.encode_batches}
+    sources = {field: {"measured": capped(f"{command} ({texts[field]})")} for field, measured in present.items()
+               if measured}
+    for name in profile.talkers or {}:
+        sources[f"talkers.{name}"] = talker_source(cfg, command)
+    return sources
+
+
+def encode_batch_timing(sizes, costs, notes, timing: str) -> str | None:
+    """What the encoder batch measurement timed, with its raw milliseconds and where a factor was raised to the
+    running maximum (``encode_batch_factors``); None when it was skipped.
+
+    >>> encode_batch_timing([1, 2, 4], [4.1, 4.6, 4.5], [None, None, "measured 1.098, below B=2's 1.122: noise"],
+    ...                     "median of 9 after 3 warm-up")
+    "one encode_many step of B replicas' 1 s chunks (each its own audio), B = 1, 2, 4: 4.10, 4.60, 4.50 ms, median of 9 after 3 warm-up; factor = B's / B=1's; B=4: measured 1.098, below B=2's 1.122: noise"
+    """
+    if not sizes:
+        return None
+    noted = "".join(f"; B={b}: {note}" for b, note in zip(sizes, notes) if note)
+    return (f"one encode_many step of B replicas' 1 s chunks (each its own audio), B = {', '.join(map(str, sizes))}: "
+            f"{', '.join(f'{ms:.2f}' for ms in costs)} ms, {timing}; factor = B's / B=1's{noted}")
+
+
+def timing_text(cfg: DictConfig) -> str:
+    """How each measured number was timed, for its source.
+
+    >>> timing_text(OmegaConf.create({"warmup": 3, "repeats": 9}))
+    'median of 9 after 3 warm-up, each rolled back'
+    """
+    return f"median of {cfg.repeats} after {cfg.warmup} warm-up, each rolled back"
+
+
+def talker_source(cfg: DictConfig, command: str) -> dict:
+    """The ``talkers.<name>`` source of a talker measured here (``ticktock.talkers.calibration``)."""
+    from ticktock.talkers.calibration import PIECES
+
+    return {"measured": capped(f"{command} (each of {len(PIECES)} pieces of text synthesized {cfg.warmup} times, then timed "
+                        f"{cfg.get('talker_repeats', 5)} times; a least-squares line through the medians)")}
+
+
+def capped(text: str) -> str:
+    """A source's text within ``ticktock.clocks.sources.MAX_TEXT`` characters (a very long command is cut short
+    rather than refused after the measurement).
+
+    >>> len(capped("x" * 5000)), capped("python -m ticktock.calibrate")
+    (2000, 'python -m ticktock.calibrate')
+    """
+    from ticktock.clocks.sources import MAX_TEXT
+
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
 def check_destination(cfg: DictConfig) -> None:
@@ -253,16 +438,20 @@ def measured_talker(cfg: DictConfig, adapter):
     return talker.name, measure_talker(talker, device, warmup=cfg.warmup, repeats=cfg.get("talker_repeats", 5))
 
 
-def add_talker(path: Path, name: str, cost) -> None:
+def add_talker(path: Path, name: str, cost, source: dict | None = None) -> None:
     """Write ``cost`` as talker ``name``'s entry of the profile at ``path``: only its ``talkers:`` block is rewritten
-    (``with_talker``), every other line (fields, comments, the exact numbers) stays as it was; the file is checked to
-    load as the same profile with the new entry, then replaced atomically."""
+    (``with_talker``), and where the profile has a ``sources:`` block, its ``talkers.<name>`` entry is set to
+    ``source`` (``with_source``: that one line); every other line (fields, comments, the exact numbers) stays as it
+    was. The file is checked to load as the same profile with the new entries, then replaced atomically."""
     before = CostProfile.load(path)
     text = with_talker(path.read_text(encoding="utf-8"), name, cost.to_json())
+    sourced = with_source(text, f"talkers.{name}", source) if source is not None else text
     with atomic_write(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(sourced, encoding="utf-8")
         after = CostProfile.load(tmp)
         expected = replace(before, name=after.name, talkers={**(before.talkers or {}), name: after.talker_cost(name)})
+        if sourced != text:  # the profile has a sources: block
+            expected = replace(expected, sources={**(before.sources or {}), f"talkers.{name}": source})
         if after != expected:  # a bug here, not the user's: the profile is left as it was
             raise RuntimeError(f"{path}: adding talker {name!r} would change the profile's other fields; not written")
     print(f"wrote {path}: {talker_line(name, cost)}")
@@ -282,6 +471,43 @@ def with_talker(text: str, name: str, entry: dict) -> str:
     key, value = found[0]
     rest = text[content_end(value):]
     return text[: key.start_mark.index] + block + (rest[1:] if rest.startswith("\n") else rest)
+
+
+def with_source(text: str, field: str, entry: dict) -> str:
+    """The profile's YAML text with ``sources.<field>`` set to ``entry``, one line: an existing entry of that field is
+    replaced where it stands, a new one goes on the line after the block's last entry (at its indentation); a
+    ``sources`` written as one flow mapping is written again as one. The rest of the text is unchanged; a text
+    without a ``sources`` mapping is returned as it is.
+
+    >>> text = "sources:\\n  forward_ms: {derived: model}   # why\\n  encode_ms: {assumed: x}\\nencode_ms: 3\\n"
+    >>> with_source(text, "talkers.espeak", {"measured": "calibrate talker=espeak"}).splitlines()
+    ['sources:', '  forward_ms: {derived: model}   # why', '  encode_ms: {assumed: x}',
+     '  talkers.espeak: {measured: calibrate talker=espeak}', 'encode_ms: 3']
+    >>> with_source(text, "forward_ms", {"measured": "calibrate"}).splitlines()[1]
+    '  forward_ms: {measured: calibrate}   # why'
+    >>> with_source("sources: {}\\nencode_ms: 3\\n", "encode_ms", {"measured": "calibrate"})
+    'sources: {encode_ms: {measured: calibrate}}\\nencode_ms: 3\\n'
+    """
+    import yaml
+
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    block = next((value for key, value in root.value if key.value == "sources"), None)
+    if not isinstance(block, yaml.MappingNode):
+        return text
+    if block.flow_style or not block.value:
+        sources = {**(yaml.safe_load(text).get("sources") or {}), field: entry}
+        line = yaml.safe_dump(sources, default_flow_style=True, width=float("inf")).strip()
+        return text[: block.start_mark.index] + line + text[block.end_mark.index:]
+    line = yaml.safe_dump({field: entry}, default_flow_style=None, sort_keys=False, width=float("inf")).strip()
+    for key, value in block.value:
+        if key.value == field:
+            return text[: key.start_mark.index] + line + text[content_end(value):]
+    end = content_end(block.value[-1][1])
+    line_end = text.find("\n", end)
+    indent = " " * block.value[0][0].start_mark.column
+    if line_end < 0:
+        return text + "\n" + indent + line + "\n"
+    return text[: line_end + 1] + indent + line + "\n" + text[line_end + 1:]
 
 
 def content_end(node) -> int:

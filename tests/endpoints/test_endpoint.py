@@ -25,6 +25,7 @@ TOKEN = "tok-5f1e-not-a-real-secret"
     ("model.token_env=sk-abc", "model.token_env: must be the NAME of an environment variable"),
     ("talker=espeak", "talker: espeak: a live run hears the server's own speech; run it with talker=none"),
     ("concurrency.batching=true", "concurrency.batching: a live endpoint batches as its server does"),
+    ("concurrency.batch_encodings=true", "concurrency.batch_encodings: a live endpoint batches as its server does"),
     ("protocol=nope", "protocol"),
 ])
 def test_a_bad_endpoint_option_is_one_line_before_any_work(tmp_path, override, message):

@@ -47,9 +47,12 @@ POLICIES = {"expected_savings": {"name": "expected_savings", "_target_": "tickto
             "round_robin": {"name": "round_robin", "_target_": "ticktock.scheduling.round_robin.RoundRobin"}}
 
 
-def concurrency(sessions: int, batching: bool = False, max_batch: int | None = None, stagger="random") -> dict:
-    """run.json's ``config.concurrency`` for N sessions sharing the device."""
-    return {"sessions": sessions, "batching": batching, "max_batch": max_batch, "stagger": stagger}
+def concurrency(sessions: int, batching: bool = False, max_batch: int | None = None, stagger="random",
+                batch_encodings: bool | None = None) -> dict:
+    """run.json's ``config.concurrency`` for N sessions sharing the device (``batch_encodings`` written only when
+    given: a run written before it existed has no such key)."""
+    shared = {"sessions": sessions, "batching": batching, "max_batch": max_batch, "stagger": stagger}
+    return shared if batch_encodings is None else {**shared, "batch_encodings": batch_encodings}
 
 
 def chunk(session_id: str, index: int, **values) -> dict:

@@ -48,6 +48,17 @@ BAD = [  # (what is done to run.json, the problem the error names)
     (lambda m: reshape(m, "environment", {"model": {"parameters": "many"}}),
      "environment.model.parameters: must be an integer or null, got 'many'"),
     (lambda m: reshape(m, "config.concurrency.sessions", 0), "config.concurrency.sessions: must be >= 1, got 0"),
+    (lambda m: reshape(m, "config.concurrency.batch_encodings", "yes"),
+     "config.concurrency.batch_encodings: must be true or false, got 'yes'"),
+    (lambda m: reshape(m, "clock.profile_sources", {"encode_ms": {"guessed": "85 ms"}}),
+     "clock.profile_sources: entry 'encode_ms': must be one {kind: text} with kind measured, published, derived or "
+     "assumed, got {'guessed': '85 ms'}"),
+    (lambda m: reshape(m, "clock.profile_sources", ["encode_ms"]),
+     "clock.profile_sources: must be an object or null, got a list"),
+    (lambda m: reshape(m, "shared_device", {"span_ms": 1.0, "batched_encodings": -1}),
+     "shared_device.batched_encodings: must be >= 0, got -1"),
+    (lambda m: reshape(m, "shared_device", {"batched_encode_steps": 2.5}),
+     "shared_device.batched_encode_steps: must be an integer, got 2.5"),
 ]
 
 

@@ -431,6 +431,23 @@ class ModelAdapter(ABC):
         adapter that can batch overrides this)."""
         return [adapter.forward(segments, tree, logits_from) for adapter, segments, tree, logits_from in calls]
 
+    def encode_many(self, calls: Sequence[tuple]) -> list:
+        """Audio encodings of several sessions in one device step, ``forward_many``'s counterpart for the front-end:
+        ``calls`` are (adapter, samples, peek) with every adapter a replica of this one; returns each call's
+        embeddings exactly as ``adapter.encode_audio(samples)`` (peek False: advances that adapter's front-end
+        state) or ``adapter.peek_audio(samples)`` (peek True: leaves it as it was) would alone, in call order.
+        Default: one after another (an adapter whose front-end can batch overrides this).
+
+        Example (two sessions' 1 s chunks, and a hypothesis of the first one's next chunk)::
+
+            a, b = adapter.replica(), adapter.replica()
+            a.start_session(None, []); b.start_session(None, [])
+            ea, eb = adapter.encode_many([(a, chunk_a, False), (b, chunk_b, False)])
+            # ea == a.encode_audio(chunk_a) and eb == b.encode_audio(chunk_b) had they run alone
+            [hypothesis] = adapter.encode_many([(a, silence, True)])   # a's front-end state unchanged
+        """
+        return [adapter.peek_audio(samples) if peek else adapter.encode_audio(samples) for adapter, samples, peek in calls]
+
     def describe(self) -> dict:
         """Facts for run.json: name, parameters, dtype, device, attention implementation. A
         ``weights_fingerprint`` entry, when present, joins the run's identity (no resume across weights)."""

@@ -65,14 +65,36 @@ class FrameEnergyFrontend(nn.Module):
         bands = torch.tensor_split(spectrum, self.bands, dim=-1)
         return torch.stack([b.mean(dim=-1) for b in bands], dim=-1).clamp_min(1e-10).log10()
 
-    def encode(self, samples: torch.Tensor, state: FramedState) -> tuple[torch.Tensor, FramedState]:
+    def frame_features(self, samples: torch.Tensor, state: FramedState) -> tuple[torch.Tensor, FramedState]:
+        """Per whole frame of ``samples`` (after the state's leftover): its band energies beside the previous
+        frame's, [n, 2 * bands] (n = 0 when no frame is whole yet), and the state after them."""
         frames, leftover = split_frames(samples, state.leftover, self.frame)
         if frames.shape[0] == 0:
-            return torch.zeros(0, self.project.out_features), FramedState(leftover, state.context)
+            return torch.zeros(0, 2 * self.bands), FramedState(leftover, state.context)
         energies = self.band_energies(frames)
         previous = torch.cat([state.context[None], energies[:-1]])
-        embeds = self.project(torch.cat([energies, previous], dim=-1))
-        return embeds, FramedState(leftover, energies[-1])
+        return torch.cat([energies, previous], dim=-1), FramedState(leftover, energies[-1])
+
+    def encode(self, samples: torch.Tensor, state: FramedState) -> tuple[torch.Tensor, FramedState]:
+        features, new_state = self.frame_features(samples, state)
+        return self.project(features), new_state
+
+    def encode_many(self, samples_list: list[torch.Tensor], states: list[FramedState]) -> list[tuple[torch.Tensor, FramedState]]:
+        """``encode`` of several sessions, each from its own state, with one projection over all their frames
+        (rows stacked, then split back): element i equals ``encode(samples_list[i], states[i])`` (its state exactly,
+        its embeddings up to the last bits of a matmul over more rows).
+
+        Example::
+
+            >>> fe = FrameEnergyFrontend(hidden_size=16)
+            >>> out = fe.encode_many([torch.zeros(16000), torch.zeros(800)], [fe.initial_state()] * 2)
+            >>> [tuple(embeds.shape) for embeds, _ in out], tuple(out[1][1].leftover.shape)
+            ([(10, 16), (0, 16)], (800,))
+        """
+        prepared = [self.frame_features(samples, state) for samples, state in zip(samples_list, states)]
+        counts = [int(features.shape[0]) for features, _ in prepared]
+        embeds = self.project(torch.cat([features for features, _ in prepared]))
+        return [(part, state) for part, (_, state) in zip(torch.split(embeds, counts), prepared)]
 
 
 def mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, low_hz: float = 60.0, high_hz: float | None = None) -> torch.Tensor:
@@ -166,11 +188,59 @@ class LogMelConvFrontend(nn.Module):
             x = torch.nn.functional.gelu(conv(x))
         return self.norm(self.project(x.transpose(-1, -2)))
 
-    def encode(self, samples: torch.Tensor, state: LogMelState) -> tuple[torch.Tensor, LogMelState]:
+    def frames_to_embed(self, samples: torch.Tensor, state: LogMelState) -> tuple[torch.Tensor, int, LogMelState]:
+        """What ``encode`` embeds next: the mel frames [context_frames + group * count, n_mels] (left context, then
+        ``count`` whole frame groups), ``count``, and the state after them (samples not yet framed, the mel frames
+        kept as the next call's context and pending frames).
+
+        Example (1 s from the start: 100 new mel frames, 10 groups, 400 ms of context in front)::
+
+            >>> fe = LogMelConvFrontend(hidden_size=64, channels=32)
+            >>> mel, count, state = fe.frames_to_embed(torch.zeros(16000), fe.initial_state())
+            >>> tuple(mel.shape), count, tuple(state.mel.shape)
+            ((140, 64), 10, (40, 64))
+        """
         buffer = torch.cat([state.samples, samples.reshape(-1).float()])
         mel, consumed = self.log_mel(buffer)
         mel = torch.cat([state.mel, mel])
         count = (mel.shape[0] - self.context_frames) // self.group
         used = self.context_frames + count * self.group
-        embeds = self.embed_frames(mel[:used]) if count else torch.zeros(0, self.project.out_features)
-        return embeds, LogMelState(buffer[consumed:], mel[count * self.group :])
+        return mel[:used], count, LogMelState(buffer[consumed:], mel[count * self.group :])
+
+    def no_embeddings(self) -> torch.Tensor:
+        """The empty [0, hidden] result of a call with no whole frame group."""
+        return torch.zeros(0, self.project.out_features)
+
+    def encode(self, samples: torch.Tensor, state: LogMelState) -> tuple[torch.Tensor, LogMelState]:
+        mel, count, new_state = self.frames_to_embed(samples, state)
+        return (self.embed_frames(mel) if count else self.no_embeddings()), new_state
+
+    def encode_many(self, samples_list: list[torch.Tensor], states: list[LogMelState]) -> list[tuple[torch.Tensor, LogMelState]]:
+        """``encode`` of several sessions, each from its own state, with ONE ``embed_frames`` call: element i
+        equals ``encode(samples_list[i], states[i])`` (up to the last bits of a batched matmul).
+
+        Each session's mel frames (``frames_to_embed``) go into a batch [B, context_frames + group * C, n_mels],
+        C the most groups of any session, padded on the right. Why the padding changes nothing kept: the
+        per-group projection, ``project`` and the LayerNorm act on each group alone, and each causal ``valid``
+        convolution's output j reads its inputs j .. j + kernel - 1 only, so after the layers embedding j reads
+        groups j .. j + layers * (kernel - 1) = j + context groups, which are real for every j < count. The
+        padding only adds outputs after the session's ``count``, which are dropped.
+
+        Example (1 s and 0.3 s from the start, and 50 ms: no whole group yet)::
+
+            >>> fe = LogMelConvFrontend(hidden_size=64, channels=32)
+            >>> pieces = [torch.zeros(16000), torch.zeros(4800), torch.zeros(800)]
+            >>> out = fe.encode_many(pieces, [fe.initial_state()] * 3)
+            >>> [tuple(embeds.shape) for embeds, _ in out]
+            [(10, 64), (3, 64), (0, 64)]
+        """
+        prepared = [self.frames_to_embed(samples, state) for samples, state in zip(samples_list, states)]
+        widest = max((mel.shape[0] for mel, count, _ in prepared if count), default=0)
+        if not widest:
+            return [(self.no_embeddings(), state) for _, _, state in prepared]
+        batch = prepared[0][0].new_zeros(len(prepared), widest, self.n_mels)
+        for row, (mel, _, _) in zip(batch, prepared):
+            row[: mel.shape[0]] = mel
+        embeds = self.embed_frames(batch)
+        return [(embeds[i, :count] if count else self.no_embeddings(), state)
+                for i, (_, count, state) in enumerate(prepared)]

@@ -197,6 +197,45 @@ class HFUnitAdapter(ModelAdapter):
         return self._encode(samples)[0]
 
     @torch.inference_mode()
+    def encode_many(self, calls: Sequence[tuple]) -> list:
+        """Several sessions' audio encodings as one call of the front-end (``frontend.encode_many``), each call's
+        embeddings (on its adapter's device and dtype, as ``_encode`` gives them) and each non-peek adapter's
+        front-end state ending as if it had been encoded alone (``ModelAdapter.encode_many``).
+
+        Falls back to one encoding after another for a single call, for replicas of another front-end object,
+        for a front-end without ``encode_many`` (MiniCPM-o's, Qwen-Omni's), and when a call would read a state
+        that an earlier call of the same batch advances (a non-peek call of an adapter followed by another call
+        of it).
+
+        Example::
+
+            ea, eb = adapter.encode_many([(a, chunk_a, False), (b, chunk_b, True)])  # a advanced, b not
+        """
+        if not self._encodings_batch(calls):
+            return super().encode_many(calls)
+        audio = [torch.as_tensor(np.asarray(samples, dtype=np.float32)) for _, samples, _ in calls]
+        results = self.frontend.encode_many(audio, [adapter.frontend_state for adapter, _, _ in calls])
+        embeddings = []
+        for (adapter, _, peek), (embeds, state) in zip(calls, results):
+            if not peek:
+                adapter.frontend_state = state
+            embeddings.append(embeds.to(device=adapter.device, dtype=adapter.dtype))
+        return embeddings
+
+    def _encodings_batch(self, calls: Sequence[tuple]) -> bool:
+        """Whether ``encode_many`` may run ``calls`` as one front-end call: two or more, every adapter on this
+        front-end object, which can batch, and no call after a non-peek call of the same adapter."""
+        if len(calls) < 2 or not hasattr(self.frontend, "encode_many"):
+            return False
+        advanced = set()
+        for adapter, _, peek in calls:
+            if getattr(adapter, "frontend", None) is not self.frontend or id(adapter) in advanced:
+                return False
+            if not peek:
+                advanced.add(id(adapter))
+        return True
+
+    @torch.inference_mode()
     def silence_audio(self, num_samples: int) -> torch.Tensor:
         if num_samples not in self._silence:
             zeros = torch.zeros(num_samples)

@@ -44,7 +44,9 @@ class DeviceWork:
     forwards as one batched step (``ticktock.replay.device``). ``hypothesis`` is what a draft forward extends
     (the tokens of the hypothesis so far; empty for post-audio work): a draft scheduler may read it. An
     encoding says ``audio_fraction``, the share of its chunk's audio it encodes (1 for a whole chunk; less for
-    a piece encoded as it arrives: ``IdleWindow.prefill_arrived``). ``early_prefill``: idle-window work that feeds
+    a piece encoded as it arrives: ``IdleWindow.prefill_arrived``) and ``first_audio`` whether it is its session's
+    first chunk (a cost profile may charge a cold start: ``encode_first_ms``); ``call`` is ``(samples, peek)``, so a
+    shared device can encode several sessions' audio in one step (``ModelAdapter.encode_many``). ``early_prefill``: idle-window work that feeds
     arrived audio into the cache (an encoding or forward of early prefill: work the chunk's post-audio pass would
     otherwise do; a shared device's draft policy may favour it). Other work (a talker's synthesis, ``TALK``) says
     its own price: ``priced(result)`` is the milliseconds it costs (from a talker cost entry), or None to charge the
@@ -61,6 +63,7 @@ class DeviceWork:
     audio_fraction: float = 1.0
     priced: Callable[[Any], float | None] | None = None
     early_prefill: bool = False
+    first_audio: bool = False
 
 
 class WindowClosed(Exception):
@@ -120,15 +123,20 @@ class Stopwatch(ABC):
             return WorkDone(result, wall, self.charge_forward(work.query_tokens, work.context_tokens, wall))
         if work.priced is not None:
             return WorkDone(result, wall, self.charge_priced(work.priced(result), wall))
-        return WorkDone(result, wall, self.charge_encode(wall, work.audio_fraction))
+        return WorkDone(result, wall, self.charge_encode(wall, work.audio_fraction, work.first_audio))
 
     @abstractmethod
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         """Account one target forward; returns the milliseconds charged for it."""
 
     @abstractmethod
-    def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
-        """Account one audio encoding of ``fraction`` of a chunk's audio; returns the milliseconds charged."""
+    def charge_encode(self, wall_ms: float, fraction: float = 1.0, first: bool = False) -> float:
+        """Account one audio encoding of ``fraction`` of a chunk's audio (``first``: its session's first chunk);
+        returns the milliseconds charged."""
+
+    def charge_encode_batch(self, pieces: list[tuple[float, bool]], wall_ms: float) -> float:
+        """Account one step that encodes several sessions' audio, given as (audio fraction, first) per session."""
+        raise NotImplementedError(f"{type(self).__name__} cannot charge batched encodings")
 
     def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:
         """Account one batched step of several sessions' forwards, given as (query, context) tokens."""
@@ -157,6 +165,11 @@ class Clock(ABC):
     def estimate_batch_ms(self, shapes: list[tuple[int, int]]) -> float | None:
         """What one batched step of forwards, given as (query, context) tokens, is expected to cost (a cost profile with
         a batch dimension knows; None otherwise)."""
+        return None
+
+    def estimate_encode_ms(self, pieces: list[tuple[float, bool]]) -> float | None:
+        """What one step encoding these pieces of audio (audio fraction, first) is expected to cost: a cost profile
+        knows (for several, where it has a batch dimension of encodings); None otherwise."""
         return None
 
     def talker_cost(self, name: str):

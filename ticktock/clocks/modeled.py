@@ -39,6 +39,23 @@ Optional batch dimension (for sessions sharing a device with ``concurrency.batch
     batch_sizes:  [1, 2, 4, 8]
     batch_factor: [1.0, 1.03, 1.08, 1.2]  # measured batched step / forward_ms(total query, batch x max context)
 
+Optional batch dimension of audio encodings (sessions sharing a device with ``concurrency.batch_encodings=true``)::
+
+    encode_batch_sizes:  [1, 2, 4, 8]
+    encode_batch_factor: [1.0, 1.02, 1.05, 1.11]  # a step of B sessions' encodings / the dearest of them alone
+
+A step that encodes several sessions' audio at once (whole chunks, or pieces of early prefill) costs its dearest
+encoding alone (``encode_cost_ms``) times the factor for B (linear between the listed sizes, the last factor beyond
+them): the factor is 1.0 at B = 1, never below it (a batch costs at least one encoding) and never falls as B grows.
+``ticktock calibrate`` measures it with a real batched encoder call (``ModelAdapter.encode_many``).
+
+Optional cold start: ``encode_first_ms`` is what a session's first whole chunk costs to encode, where it differs from
+the later ones (a published figure: MiniCPM-o 4.5's encoder takes 29.8 ms on the first 1 s unit and 10.0 ms on later
+ones); without it every whole chunk costs ``encode_ms``.
+
+Optional per-field provenance (``sources``: ``ticktock.clocks.sources``): each cost field names where its number comes
+from, ``{measured: command}``, ``{published: reference}``, ``{derived: derivation}`` or ``{assumed: why}``.
+
 Optional talker costs (a talker's work per piece of speech: ``ticktock.clocks.talker_cost.TalkerCost``), each with the
 device it was measured on and where its numbers come from::
 
@@ -75,6 +92,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ticktock.clocks.base import Clock, Stopwatch
+from ticktock.clocks.sources import as_texts, present_fields, sources_problem, unsourced
 from ticktock.errors import ConfigError, shown
 
 
@@ -111,27 +129,60 @@ class CostProfile:
     encode_fixed_ms: float | None = None  # the part of an encoding that does not scale with its audio (see encode_cost_ms)
     talkers: dict | None = None  # talker name -> ticktock.clocks.talker_cost.TalkerCost (see the module docstring)
     measured_on: dict | None = None  # where a measured profile was measured (MEASURED_ON: device, driver, versions, ...)
+    encode_first_ms: float | None = None  # a session's first whole chunk (a cold start), where it differs
+    encode_batch_sizes: list[int] | None = None  # the batch dimension of audio encodings (with encode_batch_factor)
+    encode_batch_factor: list[float] | None = None
+    sources: dict | None = None  # field -> {kind: text}: where each number comes from (``ticktock.clocks.sources``)
 
     def __post_init__(self):
         problem = profile_problem({"query_tokens": self.query_tokens, "context_tokens": self.context_tokens,
                                    "forward_ms": self.forward_table, "encode_ms": self.encode_ms,
                                    "batch_sizes": self.batch_sizes, "batch_factor": self.batch_factor,
-                                   "encode_fixed_ms": self.encode_fixed_ms, "measured_on": self.measured_on})
+                                   "encode_fixed_ms": self.encode_fixed_ms, "measured_on": self.measured_on,
+                                   "encode_first_ms": self.encode_first_ms,
+                                   "encode_batch_sizes": self.encode_batch_sizes,
+                                   "encode_batch_factor": self.encode_batch_factor, "sources": self.sources,
+                                   "talkers": {name: {} for name in self.talkers or {}} or None},
+                                  talkers_checked=True)
         if problem:
             raise ProfileError(f"profile {self.name}: field '{dotted(problem[0])}': {problem[1]}")
 
-    def encode_cost_ms(self, fraction: float = 1.0) -> float:
-        """Cost of encoding ``fraction`` of a chunk's audio. A whole chunk costs ``encode_ms``, whatever its length.
-        With ``encode_fixed_ms``, a piece of a chunk costs that fixed part plus its share of the rest; without it,
-        any encoding costs ``encode_ms``.
+    def encode_cost_ms(self, fraction: float = 1.0, first: bool = False) -> float:
+        """Cost of encoding ``fraction`` of a chunk's audio. A whole chunk costs ``encode_ms``, whatever its length
+        (a session's first one ``encode_first_ms`` where the profile has it and ``first``). With ``encode_fixed_ms``,
+        a piece of a chunk costs that fixed part plus its share of the rest; without it, any encoding costs
+        ``encode_ms``.
 
-            >>> p = CostProfile("p", [1], [0], [[10.0]], encode_ms=85.0, encode_fixed_ms=10.0)
-            >>> p.encode_cost_ms(), p.encode_cost_ms(0.3)
-            (85.0, 32.5)
+            >>> p = CostProfile("p", [1], [0], [[10.0]], encode_ms=85.0, encode_fixed_ms=10.0, encode_first_ms=90.0)
+            >>> p.encode_cost_ms(), p.encode_cost_ms(0.3), p.encode_cost_ms(first=True)
+            (85.0, 32.5, 90.0)
         """
+        if fraction >= 1.0 and first and self.encode_first_ms is not None:
+            return self.encode_first_ms
         if self.encode_fixed_ms is None or fraction >= 1.0:
             return self.encode_ms
         return self.encode_fixed_ms + (self.encode_ms - self.encode_fixed_ms) * max(0.0, fraction)
+
+    @property
+    def encode_batches(self) -> bool:
+        """True when the profile can charge a step of several sessions' encodings (``encode_batch_sizes``)."""
+        return self.encode_batch_sizes is not None
+
+    def encode_batch_ms(self, pieces: list[tuple[float, bool]]) -> float:
+        """Cost of one step that encodes several sessions' audio, given as (audio fraction, first) per session: the
+        dearest encoding alone times the factor for B = len(pieces).
+
+            >>> p = CostProfile("p", [1], [0], [[10.0]], encode_ms=85.0, encode_fixed_ms=10.0,
+            ...                 encode_batch_sizes=[1, 2, 4], encode_batch_factor=[1.0, 1.02, 1.06])
+            >>> round(p.encode_batch_ms([(1.0, False), (0.2, False), (1.0, False)]), 3)   # 85 x 1.04
+            88.4
+        """
+        if not self.encode_batches:
+            raise ProfileError(f"profile {self.name}: no batch dimension for audio encodings (encode_batch_sizes, "
+                               "encode_batch_factor); measure one with `python -m ticktock.calibrate`, or replay with "
+                               "concurrency.batch_encodings=false")
+        dearest = max(self.encode_cost_ms(fraction, first) for fraction, first in pieces)
+        return dearest * batch_factor_at(self.encode_batch_sizes, self.encode_batch_factor, len(pieces))
 
     def forward_ms(self, query_tokens: int, context_tokens: int) -> float:
         i, wi = _interp(self.query_tokens, query_tokens)
@@ -166,17 +217,17 @@ class CostProfile:
         size = len(shapes)
         cost = max(self.forward_ms(sum(q for q, _ in shapes), size * max(c for _, c in shapes)),
                    *(self.forward_ms(q, c) for q, c in shapes))
-        i, w = _interp(self.batch_sizes, size)
-        factors = self.batch_factor
-        factor = factors[-1] if size >= self.batch_sizes[-1] else (1 - w) * factors[i] + w * factors[min(i + 1, len(factors) - 1)]
-        return cost * factor
+        return cost * batch_factor_at(self.batch_sizes, self.batch_factor, size)
 
     @staticmethod
     def constant(forward_ms: float, encode_ms: float = 0.0, batch_factor: float | None = None,
-                 encode_fixed_ms: float | None = None) -> "CostProfile":
+                 encode_fixed_ms: float | None = None, encode_batch_factor: float | None = None) -> "CostProfile":
         """Every forward costs ``forward_ms`` (tests); ``batch_factor``: a batched step of any size costs
-        ``forward_ms`` times it; ``encode_fixed_ms``: see ``encode_cost_ms``."""
+        ``forward_ms`` times it; ``encode_fixed_ms``: see ``encode_cost_ms``; ``encode_batch_factor``: a step of
+        several sessions' encodings costs the dearest of them times it."""
         batch = {} if batch_factor is None else {"batch_sizes": [1, 2], "batch_factor": [1.0, batch_factor]}
+        if encode_batch_factor is not None:
+            batch.update(encode_batch_sizes=[1, 2], encode_batch_factor=[1.0, encode_batch_factor])
         return CostProfile("constant", [1], [0], [[forward_ms]], encode_ms=encode_ms, provenance="constant (tests)",
                            encode_fixed_ms=encode_fixed_ms, **batch)
 
@@ -225,7 +276,23 @@ class CostProfile:
             encode_fixed_ms=float(data["encode_fixed_ms"]) if data.get("encode_fixed_ms") is not None else None,
             talkers=_talker_costs(data.get("talkers"), path.name),
             measured_on=measured_on_texts(data.get("measured_on")),
+            encode_first_ms=float(data["encode_first_ms"]) if data.get("encode_first_ms") is not None else None,
+            encode_batch_sizes=(list(data["encode_batch_sizes"]) if data.get("encode_batch_sizes") is not None
+                                else None),
+            encode_batch_factor=([float(v) for v in data["encode_batch_factor"]]
+                                 if data.get("encode_batch_factor") is not None else None),
+            sources=as_texts(data.get("sources")),
         )
+
+    def unsourced(self) -> list[str]:
+        """The numbers of this profile that name no source (``ticktock.clocks.sources``; empty for a shipped one)."""
+        return unsourced(self.sources, self._present())
+
+    def _present(self) -> set[str]:
+        values = {"forward_ms": self.forward_table, "encode_ms": self.encode_ms, "encode_fixed_ms": self.encode_fixed_ms,
+                  "encode_first_ms": self.encode_first_ms, "batch_factor": self.batch_factor,
+                  "encode_batch_factor": self.encode_batch_factor}
+        return present_fields(values, self.talkers)
 
     def talker_cost(self, name: str):
         """The ``TalkerCost`` of talker ``name``, else a ``TalkerCostError`` saying how to get one."""
@@ -239,14 +306,21 @@ class CostProfile:
         return self.talkers[name]
 
     def to_yaml(self) -> str:
-        """The profile as its YAML file (``measured_on``, where present, one entry a line after the text fields)."""
+        """The profile as its YAML file (``measured_on``, where present, one entry a line after the text fields; then
+        the ``sources`` of the fields it has)."""
         import yaml
 
         head = {"name": self.name, "model": self.model, "device": self.device, "provenance": self.provenance}
         where = {"measured_on": self.measured_on} if self.measured_on is not None else {}
+        present = self._present()  # a field set to None (or a talker removed) after the profile was made names no source
+        named = {field: entry for field, entry in (self.sources or {}).items() if field in present}
+        sources = {"sources": named} if named else {}
         data = {
             "encode_ms": round(self.encode_ms, 4),
+            **({"encode_first_ms": round(self.encode_first_ms, 4)} if self.encode_first_ms is not None else {}),
             **({"encode_fixed_ms": round(self.encode_fixed_ms, 4)} if self.encode_fixed_ms is not None else {}),
+            **({"encode_batch_sizes": self.encode_batch_sizes,
+                "encode_batch_factor": [round(v, 4) for v in self.encode_batch_factor]} if self.encode_batches else {}),
             "query_tokens": self.query_tokens,
             "context_tokens": self.context_tokens,
             "forward_ms": [[round(v, 4) for v in row] for row in self.forward_table],
@@ -254,23 +328,29 @@ class CostProfile:
                if self.batches else {}),
             **({"talkers": {name: cost.to_json() for name, cost in self.talkers.items()}} if self.talkers else {}),
         }
-        return "".join(yaml.safe_dump(part, sort_keys=False, width=120, default_flow_style=style)
-                       for part, style in ((head, False), (where, False), (data, None)) if part)
+        class Dumper(yaml.SafeDumper):
+            def ignore_aliases(self, data):  # a list given twice (the two batch_sizes) is written twice, not as &id001
+                return True
+
+        return "".join(yaml.dump(part, Dumper=Dumper, sort_keys=False, width=120, default_flow_style=style)
+                       for part, style in ((head, False), (where, False), (sources, False), (data, None)) if part)
 
 
 _TEXT = ("name", "model", "device", "provenance")
-_KNOWN = (*_TEXT, "encode_ms", "encode_fixed_ms", "query_tokens", "context_tokens", "forward_ms", "batch_sizes",
-          "batch_factor", "talkers", "measured_on")
+_KNOWN = (*_TEXT, "encode_ms", "encode_fixed_ms", "encode_first_ms", "query_tokens", "context_tokens", "forward_ms",
+          "batch_sizes", "batch_factor", "encode_batch_sizes", "encode_batch_factor", "talkers", "measured_on", "sources")
 
 
-def profile_problem(data: dict) -> tuple[tuple, str] | None:
+def profile_problem(data: dict, talkers_checked: bool = False) -> tuple[tuple, str] | None:
     """The first problem of a profile's fields, as (field path, what is wrong), or None when they are valid.
 
     Checked: every field is a known one (``_KNOWN``); the text fields are text; ``query_tokens`` (integers >= 1)
     and ``context_tokens`` (integers >= 0) are non-empty, increasing and at most ``MAX_TOKENS``; ``forward_ms`` is
     one row per query length of one value per context length; every cost (``forward_ms``, ``encode_ms``) is a
     finite number of milliseconds from 0 to ``MAX_COST_MS``, and ``encode_fixed_ms`` (optional) at most
-    ``encode_ms``; the batch fields, the talkers and ``measured_on`` (``measured_on_problem``) where present.
+    ``encode_ms``, ``encode_first_ms`` (optional) a cost; the batch fields of forwards and of encodings
+    (``encode_batch_problem``), the talkers (unless ``talkers_checked``: a ``CostProfile``'s are parsed already),
+    ``measured_on`` (``measured_on_problem``) and ``sources`` (``ticktock.clocks.sources``) where present.
 
     Example::
 
@@ -314,8 +394,14 @@ def profile_problem(data: dict) -> tuple[tuple, str] | None:
     fixed = data.get("encode_fixed_ms")
     if fixed is not None and not (_is_cost(fixed) and fixed <= encode):
         return ("encode_fixed_ms",), f"must be null or a number from 0 to encode_ms = {shown(encode)} (milliseconds), got {shown(fixed)}"
-    return (_batch_problem(data.get("batch_sizes"), data.get("batch_factor")) or _talkers_problem(data.get("talkers"))
-            or measured_on_problem(data.get("measured_on")))
+    first = data.get("encode_first_ms")
+    if first is not None and not _is_cost(first):
+        return ("encode_first_ms",), f"must be null or a finite number of milliseconds from 0 to {MAX_COST_MS:.0f}, got {shown(first)}"
+    talkers = data.get("talkers")
+    return (_batch_problem(data.get("batch_sizes"), data.get("batch_factor"))
+            or encode_batch_problem(data.get("encode_batch_sizes"), data.get("encode_batch_factor"))
+            or (None if talkers_checked else _talkers_problem(talkers)) or measured_on_problem(data.get("measured_on"))
+            or sources_problem(data.get("sources"), present_fields(data, talkers if isinstance(talkers, dict) else None)))
 
 
 def _talkers_problem(talkers) -> tuple[tuple, str] | None:
@@ -382,18 +468,10 @@ def measured_on_texts(block) -> dict | None:
 
 
 def _batch_problem(sizes, factors) -> tuple[tuple, str] | None:
-    """Both batch fields or neither; sizes increasing integers from 1; one positive factor per size, 1.0 first."""
-    if sizes is None and factors is None:
-        return None
-    if sizes is None or factors is None:
-        return (("batch_sizes",) if sizes is None else ("batch_factor",)), "missing (batch_sizes and batch_factor go together)"
-    problem = _axis_problem(sizes, 1)
-    if problem:
-        return ("batch_sizes", *problem[0]), problem[1]
-    if sizes[0] != 1:
-        return ("batch_sizes", 0), f"must start at 1, got {shown(sizes[0])}"
-    if not isinstance(factors, (list, tuple)) or len(factors) != len(sizes):
-        return ("batch_factor",), f"must be {len(sizes)} numbers (one per batch_sizes value), got {shown(factors)}"
+    """Both batch fields or neither; sizes increasing integers from 1; one positive factor per size."""
+    problem = _batch_axis_problem(sizes, factors, "batch_sizes", "batch_factor")
+    if problem or sizes is None:
+        return problem
     for i, value in enumerate(factors):
         if not _is_cost(value) or not 0 < value <= MAX_BATCH_FACTOR:
             return ("batch_factor", i), f"must be a number > 0 and <= {MAX_BATCH_FACTOR:g}, got {shown(value)}"
@@ -401,6 +479,62 @@ def _batch_problem(sizes, factors) -> tuple[tuple, str] | None:
 
 
 MAX_BATCH_FACTOR = 100.0  # a batched step measured against the profile's own batch model (1.0: exactly the model)
+
+
+def encode_batch_problem(sizes, factors) -> tuple[tuple, str] | None:
+    """The batch dimension of audio encodings: both fields or neither; sizes increasing integers from 1; one factor
+    per size, 1.0 at B = 1, none below one encoding (1.0) and none below the factor of a smaller batch.
+
+    >>> encode_batch_problem([1, 2, 4], [1.0, 1.1, 1.05])
+    (('encode_batch_factor', 2), 'must not fall as the batch grows (a batch of 4 costs no less than a batch of 2: 1.1), got 1.05')
+    >>> encode_batch_problem([1, 2], [1.0, 0.9])
+    (('encode_batch_factor', 1), 'must be >= 1 (a batch of encodings costs at least one encoding), got 0.9')
+    >>> encode_batch_problem(None, [1.0, 1.1])
+    (('encode_batch_sizes',), 'missing (encode_batch_sizes and encode_batch_factor go together)')
+    """
+    problem = _batch_axis_problem(sizes, factors, "encode_batch_sizes", "encode_batch_factor")
+    if problem or sizes is None:
+        return problem
+    for i, value in enumerate(factors):
+        if not _is_cost(value) or value > MAX_BATCH_FACTOR:
+            return ("encode_batch_factor", i), f"must be a number from 1 to {MAX_BATCH_FACTOR:g}, got {shown(value)}"
+        if i == 0 and value != 1.0:
+            return ("encode_batch_factor", 0), f"must be 1.0 (a batch of one is one encoding), got {shown(value)}"
+        if value < 1.0:
+            return ("encode_batch_factor", i), f"must be >= 1 (a batch of encodings costs at least one encoding), got {shown(value)}"
+        if i and value < factors[i - 1]:
+            return ("encode_batch_factor", i), (f"must not fall as the batch grows (a batch of {sizes[i]} costs no less "
+                                                f"than a batch of {sizes[i - 1]}: {shown(factors[i - 1])}), got {shown(value)}")
+    return None
+
+
+def _batch_axis_problem(sizes, factors, sizes_key: str, factors_key: str) -> tuple[tuple, str] | None:
+    """A batch dimension's shape: both fields or neither, sizes increasing integers from 1, one factor per size (the
+    factors' values are checked by the caller)."""
+    if sizes is None and factors is None:
+        return None
+    if sizes is None or factors is None:
+        return ((sizes_key if sizes is None else factors_key),), f"missing ({sizes_key} and {factors_key} go together)"
+    problem = _axis_problem(sizes, 1)
+    if problem:
+        return (sizes_key, *problem[0]), problem[1]
+    if sizes[0] != 1:
+        return (sizes_key, 0), f"must start at 1, got {shown(sizes[0])}"
+    if not isinstance(factors, (list, tuple)) or len(factors) != len(sizes):
+        return (factors_key,), f"must be {len(sizes)} numbers (one per {sizes_key} value), got {shown(factors)}"
+    return None
+
+
+def batch_factor_at(sizes: list[int], factors: list[float], size: int) -> float:
+    """The batch factor for ``size`` sessions: linear between the listed sizes, the last factor beyond them.
+
+    >>> round(batch_factor_at([1, 2, 4], [1.0, 1.1, 1.3], 3), 6), batch_factor_at([1, 2, 4], [1.0, 1.1, 1.3], 8)
+    (1.2, 1.3)
+    """
+    if size >= sizes[-1]:
+        return factors[-1]
+    i, w = _interp(sizes, size)
+    return (1 - w) * factors[i] + w * factors[min(i + 1, len(factors) - 1)]
 
 
 def unknown_field(key) -> str:
@@ -529,8 +663,13 @@ class ModeledStopwatch(Stopwatch):
         self.total += cost
         return cost
 
-    def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
-        cost = self.profile.encode_cost_ms(fraction) * self.encode_scale
+    def charge_encode(self, wall_ms: float, fraction: float = 1.0, first: bool = False) -> float:
+        cost = self.profile.encode_cost_ms(fraction, first) * self.encode_scale
+        self.total += cost
+        return cost
+
+    def charge_encode_batch(self, pieces: list[tuple[float, bool]], wall_ms: float) -> float:
+        cost = self.profile.encode_batch_ms(pieces) * self.encode_scale
         self.total += cost
         return cost
 
@@ -585,16 +724,23 @@ class ModeledClock(Clock):
     def estimate_batch_ms(self, shapes: list[tuple[int, int]]) -> float | None:
         return self.profile.batch_forward_ms(shapes) if self.profile.batches else None
 
+    def estimate_encode_ms(self, pieces: list[tuple[float, bool]]) -> float | None:
+        if len(pieces) == 1:
+            return self.profile.encode_cost_ms(*pieces[0]) * self.encode_scale
+        return self.profile.encode_batch_ms(pieces) * self.encode_scale if self.profile.encode_batches else None
+
     def talker_cost(self, name: str):
         return self.profile.talker_cost(name)
 
     def describe(self) -> dict:
-        """The clock for run.json (``clock``): its profile's name, model, device and provenance, and ``encode_scale``
-        only when it is not 1 (so a run as profiled is described as before the option existed)."""
+        """The clock for run.json (``clock``): its profile's name, model, device and provenance, the sources of its
+        numbers (``profile_sources``) where it names them, and ``encode_scale`` only when it is not 1 (so a run as
+        profiled is described as before the option existed)."""
         p = self.profile
         scaled = {"encode_scale": self.encode_scale} if self.encode_scale != 1.0 else {}
+        sources = {"profile_sources": p.sources} if p.sources else {}
         return {"name": self.name, "profile": p.name, "profile_model": p.model, "profile_device": p.device,
-                "profile_provenance": p.provenance, **scaled}
+                "profile_provenance": p.provenance, **sources, **scaled}
 
 
 def encode_scale_problem(value) -> str | None:

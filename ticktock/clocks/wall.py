@@ -25,7 +25,10 @@ class WallStopwatch(Stopwatch):
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         return wall_ms
 
-    def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
+    def charge_encode(self, wall_ms: float, fraction: float = 1.0, first: bool = False) -> float:
+        return wall_ms
+
+    def charge_encode_batch(self, pieces: list[tuple[float, bool]], wall_ms: float) -> float:
         return wall_ms
 
     def charge_batch(self, shapes: list[tuple[int, int]], wall_ms: float) -> float:

@@ -97,7 +97,8 @@ class Phase:
         ``early_prefill``: the encoding feeds arrived audio into the cache before the chunk is complete."""
         adapter = self.adapter
         work = DeviceWork(ENCODE, lambda: adapter.peek_audio(samples) if peek else adapter.encode_audio(samples), adapter,
-                          audio_fraction=fraction, early_prefill=early_prefill)
+                          call=(samples, peek), audio_fraction=fraction, early_prefill=early_prefill,
+                          first_audio=self.chunk_index == 0)
         done = self.stopwatch.run(work)
         self.encode_wall_ms += done.wall_ms
         if self.phase_name == POST_AUDIO:

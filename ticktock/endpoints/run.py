@@ -64,8 +64,9 @@ def build_endpoint(cfg: DictConfig) -> tuple[Endpoint, EndpointProtocol]:
     if talker:
         raise EndpointOptionError(f"talker: {cfg.talker.name}: a live run hears the server's own speech; run it with "
                                   "talker=none (start the server with its talker, e.g. ticktock serve talker=espeak)")
-    if (cfg.get("concurrency") or {}).get("batching"):
-        raise EndpointOptionError("concurrency.batching: a live endpoint batches as its server does; leave it false")
+    for key in ("batching", "batch_encodings"):
+        if (cfg.get("concurrency") or {}).get(key):
+            raise EndpointOptionError(f"concurrency.{key}: a live endpoint batches as its server does; leave it false")
     return endpoint, protocol
 
 

@@ -19,7 +19,8 @@ microseconds (``ticktock.replay.device.MAX_DEVICE_MS``).
 
 Example::
 
-    settings = ConcurrencySettings.parse({"sessions": 4, "batching": False, "max_batch": None, "stagger": "random"})
+    settings = ConcurrencySettings.parse({"sessions": 4, "batching": False, "max_batch": None, "stagger": "random",
+                                          "batch_encodings": True})
     replay = ConcurrentReplay(slot_engines, SharedDevice(clock, ExpectedSavings()), settings, seed=0)
     replay.replay(sessions, load=lambda s: load_audio(s.audio_path), on_trace=write_rows)
 """
@@ -67,11 +68,12 @@ class ConcurrencySettings:
     batching: bool = False
     max_batch: int | None = None
     stagger: str | float = "random"
+    batch_encodings: bool = False  # the audio encodings of sessions waiting together run as one batched step
 
     @classmethod
     def parse(cls, values) -> "ConcurrencySettings":
         values = dict(values or {})
-        known = ("sessions", "batching", "max_batch", "stagger")
+        known = ("sessions", "batching", "max_batch", "stagger", "batch_encodings")
         for key in values:
             if key not in known:
                 raise ConcurrencyError(f"concurrency.{key}: unknown setting (known: {', '.join(known)})")
@@ -83,8 +85,9 @@ class ConcurrencySettings:
         if not _is_int(self.sessions, 1) or self.sessions > MAX_SESSIONS:
             raise ConcurrencyError(f"concurrency.sessions: must be an integer from 1 to {MAX_SESSIONS}, "
                                    f"got {self.sessions!r}")
-        if not isinstance(self.batching, bool):
-            raise ConcurrencyError(f"concurrency.batching: must be true or false, got {self.batching!r}")
+        for key in ("batching", "batch_encodings"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConcurrencyError(f"concurrency.{key}: must be true or false, got {getattr(self, key)!r}")
         if self.max_batch is not None and not _is_int(self.max_batch, 2):
             raise ConcurrencyError(f"concurrency.max_batch: must be null (all waiting sessions) or an integer >= 2, "
                                    f"got {self.max_batch!r}")
@@ -96,7 +99,7 @@ class ConcurrencySettings:
     @property
     def shares_device(self) -> bool:
         """True when sessions go through the shared device (more than one at once, or batching asked for)."""
-        return self.sessions > 1 or self.batching
+        return self.sessions > 1 or self.batching or self.batch_encodings
 
 
 def _is_int(value, least: int) -> bool:

@@ -29,7 +29,12 @@ waiting draft forwards of other sessions join a step (``DraftPolicy.join``: a dr
 sessions; a post-audio step may carry drafts along). A batched step is charged from the profile's batch model
 (``CostProfile.batch_forward_ms``) and executed one forward after another under the modeled clock (so tokens stay
 exactly those of a session alone), and really batched under the wall clock where the adapter can
-(``ModelAdapter.forward_many``).
+(``ModelAdapter.forward_many``). With ``batch_encodings`` the audio encodings do the same: those of every session
+whose audio is waiting run as one step (up to ``max_batch``; the draft policy may let idle-window encodings of other
+sessions, early prefill's pieces, join it or a draft step of encodings), charged from the profile's batch model of
+encodings (``CostProfile.encode_batch_ms``) and run as one batched encoder call under the wall clock
+(``ModelAdapter.encode_many``). Without it, encodings waiting together under ``batching`` share a step one after
+another, charged as many single encodings.
 
 Device times are float milliseconds, finite and at most ``MAX_DEVICE_MS`` (a lane's start, every arrival,
 every step's end): the scheduler refuses anything else with a ``DeviceTimeError`` rather than loop on it (an
@@ -64,7 +69,7 @@ from typing import Callable
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
-from ticktock.clocks.base import FORWARD, TALK, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
+from ticktock.clocks.base import ENCODE, FORWARD, TALK, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
 from ticktock.replay.watchdog import ChunkTimeout
 from ticktock.scheduling.base import DraftCandidate
 
@@ -237,6 +242,8 @@ class DeviceStats:
     batched_steps: int = 0
     batched_forwards: int = 0
     batched_draft_steps: int = 0  # steps of several sessions' draft forwards, chosen by the draft policy
+    batched_encode_steps: int = 0  # steps that encoded several sessions' audio in one batched call (batch_encodings)
+    batched_encodings: int = 0  # the encodings those steps ran
     carried_drafts: int = 0  # draft forwards that joined a batched post-audio step
     busy_ms: float = 0.0
     post_audio_busy_ms: float = 0.0
@@ -282,15 +289,16 @@ class SharedDevice:
     """The scheduler of one device shared by several sessions (see the module docstring).
 
     ``clock`` gives each step's cost (modeled or wall); ``draft_policy`` picks which session's idle-window work runs
-    when the device would otherwise idle (and, with ``batching``, which drafts join a batched step); ``batching`` runs
-    waiting post-audio forwards together.
+    when the device would otherwise idle (and, with batching, which drafts join a batched step); ``batching`` runs
+    waiting post-audio forwards together, ``batch_encodings`` waiting audio encodings.
     """
 
     def __init__(self, clock: Clock, draft_policy, batching: bool = False, max_batch: int | None = None,
-                 watchdog=None):
+                 watchdog=None, batch_encodings: bool = False):
         self.clock = clock
         self.policy = draft_policy
         self.batching = batching
+        self.batch_encodings = batch_encodings
         self.max_batch = max_batch
         self.watchdog = watchdog  # ``ticktock.replay.watchdog.Watchdog`` or None
         self._stretches = 0  # the watchdog's countdowns started (each switch to a session, each device step)
@@ -303,6 +311,7 @@ class SharedDevice:
         self._closed = False
         self._order = 0
         self._measured_ms, self._measured_steps = 0.0, 0
+        self._encode_ms, self._encode_steps = 0.0, 0  # measured single encodings (a measuring clock's estimate)
         self._first_start: float | None = None
         self._last_end = 0.0
 
@@ -436,7 +445,7 @@ class SharedDevice:
         if urgent:
             batch = self._batch(urgent)
             self.stats.post_audio_steps += 1
-            carried = self._joining(batch, self._next_arrival()) if self.batching else []
+            carried = self._joining(batch, self._next_arrival())
             self.stats.carried_drafts += len(carried)
             batch += carried
         elif self.requests:
@@ -464,14 +473,20 @@ class SharedDevice:
         self.stats.draft_steps += len(batch)
         return batch
 
+    def _batches(self, kind: str) -> bool:
+        """Whether work of ``kind`` runs batched: forwards with ``batching``, encodings with ``batch_encodings``."""
+        return (kind == FORWARD and self.batching) or (kind == ENCODE and self.batch_encodings)
+
     def _joining(self, batch: list[Request], arrival: float) -> list[Request]:
-        """With batching, the waiting draft forwards of other sessions that the draft policy lets join ``batch`` (a
-        forward step), up to ``max_batch``; ``arrival``: the next arrival of a session's chunk."""
+        """The waiting idle-window work of other sessions (draft forwards, or encodings) that the draft policy lets
+        join ``batch`` (a step of that kind that runs batched: ``_batches``), up to ``max_batch``; ``arrival``: the next
+        arrival of a session's chunk."""
+        kind = batch[0].work.kind
         room = (self.max_batch or math.inf) - len(batch)
-        if not self.batching or batch[0].work.kind != FORWARD or room <= 0:
+        if not self._batches(kind) or room <= 0:
             return []
         busy = {r.lane.slot for r in batch}
-        waiting = {r.order: r for r in self.requests if not r.is_post_audio and r.work.kind == FORWARD
+        waiting = {r.order: r for r in self.requests if not r.is_post_audio and r.work.kind == kind
                    and r.lane.slot not in busy}
         if not waiting:
             return []
@@ -479,7 +494,7 @@ class SharedDevice:
         base = [r.work for r in batch]
 
         def step_ms(joined: list[DraftCandidate]) -> float:
-            return self._estimate_batch_ms(base + [waiting[c.order].work for c in joined])
+            return self._estimate_step_ms(base + [waiting[c.order].work for c in joined])
 
         chosen = self.policy.join(candidates, self.now, step_ms, post_audio=batch[0].is_post_audio)
         return [waiting[c.order] for c in chosen][: int(min(room, len(chosen)))]
@@ -511,23 +526,33 @@ class SharedDevice:
         return request.estimate_ms
 
     def _estimate_ms(self, work: DeviceWork) -> float:
-        """The expected cost of a forward: the clock's own estimate (a cost profile), else the mean measured
-        cost of the forward steps so far."""
-        estimate = self.clock.estimate_ms(work.query_tokens, work.context_tokens)
+        """The expected cost of a forward or an encoding: the clock's own estimate (a cost profile), else the mean
+        measured cost of the steps of its kind so far."""
+        if work.kind == ENCODE:
+            estimate = self.clock.estimate_encode_ms([(work.audio_fraction, work.first_audio)])
+            total, steps = self._encode_ms, self._encode_steps
+        else:
+            estimate = self.clock.estimate_ms(work.query_tokens, work.context_tokens)
+            total, steps = self._measured_ms, self._measured_steps
         if estimate is not None:
             return estimate
-        return self._measured_ms / self._measured_steps if self._measured_steps else 0.0
+        return total / steps if steps else 0.0
 
-    def _estimate_batch_ms(self, works: list[DeviceWork]) -> float:
-        """The expected cost of a batched step of these forwards: the clock's batch estimate, else (a measuring
-        clock) the dearest of them alone."""
-        estimate = self.clock.estimate_batch_ms([(w.query_tokens, w.context_tokens) for w in works])
+    def _estimate_step_ms(self, works: list[DeviceWork]) -> float:
+        """The expected cost of a batched step of these forwards or encodings: the clock's batch estimate, else (a
+        measuring clock) the dearest of them alone."""
+        if works[0].kind == ENCODE:
+            estimate = self.clock.estimate_encode_ms([(w.audio_fraction, w.first_audio) for w in works])
+        else:
+            estimate = self.clock.estimate_batch_ms([(w.query_tokens, w.context_tokens) for w in works])
         return estimate if estimate is not None else max(self._estimate_ms(w) for w in works)
 
     def _batch(self, urgent: list[Request]) -> list[Request]:
-        """The first waiting request, and with batching every other waiting request of the same kind."""
+        """The first waiting request, and with batching (or, for an encoding, ``batch_encodings``) every other waiting
+        request of the same kind."""
         first = urgent[0]
-        if not self.batching or first.work.kind == TALK:  # a talker's pieces run one at a time
+        kind = first.work.kind
+        if kind == TALK or not (self.batching or self._batches(kind)):  # a talker's pieces run one at a time
             return [first]
         limit = self.max_batch or len(urgent)
         return [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]
@@ -554,12 +579,15 @@ class SharedDevice:
         if len(batch) == 1:
             done = self.clock.stopwatch().run(batch[0].work)
             results, wall, cost = [done.result], done.wall_ms, done.charged_ms
-            if batch[0].work.kind == FORWARD:
-                self._measured_ms, self._measured_steps = self._measured_ms + cost, self._measured_steps + 1
+            self._measured(batch[0].work.kind, cost)
         elif batch[0].work.kind == FORWARD:
             results, wall, cost = self._run_batch([r.work for r in batch])
             self.stats.batched_steps += 1
             self.stats.batched_forwards += len(batch)
+        elif self.batch_encodings:
+            results, wall, cost = self._run_batch([r.work for r in batch])
+            self.stats.batched_encode_steps += 1
+            self.stats.batched_encodings += len(batch)
         else:  # audio encodings of sessions waiting together: one step, one after another (no batching gain)
             done = [self.clock.stopwatch().run(r.work) for r in batch]
             results, wall, cost = [d.result for d in done], sum(d.wall_ms for d in done), sum(d.charged_ms for d in done)
@@ -577,19 +605,29 @@ class SharedDevice:
             self.requests.remove(request)
 
     def _run_batch(self, works: list[DeviceWork]) -> tuple[list, float, float]:
-        """Several sessions' forwards as one step: really batched under a measured clock (where the adapter
-        can), one after another otherwise; the cost is the clock's batch charge."""
-        adapter = works[0].adapter
+        """Several sessions' forwards, or audio encodings, as one step: really batched under a measured clock (where
+        the adapter can: ``ModelAdapter.forward_many``, ``ModelAdapter.encode_many``), one after another otherwise;
+        the cost is the clock's charge for a batch of them."""
+        adapter, encoding = works[0].adapter, works[0].kind == ENCODE
         adapter.synchronize()
         start = time.perf_counter()
         if self.clock.measured:
-            results = adapter.forward_many([(w.adapter, *w.call) for w in works])
+            results = (adapter.encode_many if encoding else adapter.forward_many)([(w.adapter, *w.call) for w in works])
         else:
             results = [w.run() for w in works]
         adapter.synchronize()
         wall = (time.perf_counter() - start) * 1000.0
-        shapes = [(w.query_tokens, w.context_tokens) for w in works]
-        return results, wall, self.clock.stopwatch().charge_batch(shapes, wall)
+        watch = self.clock.stopwatch()
+        if encoding:
+            return results, wall, watch.charge_encode_batch([(w.audio_fraction, w.first_audio) for w in works], wall)
+        return results, wall, watch.charge_batch([(w.query_tokens, w.context_tokens) for w in works], wall)
+
+    def _measured(self, kind: str, cost: float) -> None:
+        """Count a single step's cost into the mean a measuring clock's estimates use (forwards, encodings)."""
+        if kind == FORWARD:
+            self._measured_ms, self._measured_steps = self._measured_ms + cost, self._measured_steps + 1
+        elif kind == ENCODE:
+            self._encode_ms, self._encode_steps = self._encode_ms + cost, self._encode_steps + 1
 
     def _advance(self, stall_ok: bool = False) -> bool:
         """Move the device's time to the next wake-up; False when nobody waits for time (a stall, unless

@@ -162,6 +162,10 @@ def _check_concurrency(cfg: DictConfig, clock) -> None:
         raise ConcurrencyError(f"concurrency.batching: the cost profile {profile.name} has no batch dimension "
                                "(batch_sizes, batch_factor); measure one with `python -m ticktock.calibrate`, or use "
                                "concurrency.batching=false")
+    if settings.batch_encodings and profile is not None and not profile.encode_batches:
+        raise ConcurrencyError(f"concurrency.batch_encodings: the cost profile {profile.name} has no batch dimension for "
+                               "audio encodings (encode_batch_sizes, encode_batch_factor); measure one with `python -m "
+                               "ticktock.calibrate`, or use concurrency.batch_encodings=false")
 
 
 def check_threads(threads) -> None:
@@ -334,7 +338,7 @@ def identity(cfg: DictConfig) -> dict:
         "sampling": plain["sampling"],
         "seed": plain["seed"],
         "chunks_limit": plain["limit"]["chunks"],
-        "concurrency": plain.get("concurrency"),
+        "concurrency": _inert_removed(plain.get("concurrency"), {"batch_encodings": False}),
         "draft_policy": _draft_policy_identity(plain),
         **({"playback_delay_ms": float(plain["playback_delay_ms"])} if plain.get("playback_delay_ms") else {}),
         **({"talker": plain["talker"]} if (plain.get("talker") or {}).get("_target_") else {}),
@@ -356,9 +360,11 @@ def _inert_removed(node, inert: dict):
 
 
 def _draft_policy_identity(plain: dict):
-    """The draft policy's settings; without those that only act on batched steps when the run does not batch."""
+    """The draft policy's settings; without those that only act on batched steps when the run does not batch (neither
+    forwards nor encodings)."""
     policy = plain.get("draft_policy")
-    if isinstance(policy, dict) and not (plain.get("concurrency") or {}).get("batching"):
+    concurrency = plain.get("concurrency") or {}
+    if isinstance(policy, dict) and not (concurrency.get("batching") or concurrency.get("batch_encodings")):
         policy = {k: v for k, v in policy.items() if k not in ("batch_drafts", "carry_slowdown")}
     return policy
 
@@ -639,7 +645,8 @@ def concurrent_replay(cfg, engine, settings):
 
     engines = [ReplayEngine(engine.adapter.replica(), build(cfg.decoder), engine.clock, engine.sampling, engine.injector,
                             engine.max_chunks, engine.speech) for _ in range(settings.sessions)]
-    device = SharedDevice(engine.clock, build(cfg.draft_policy), settings.batching, settings.max_batch)
+    device = SharedDevice(engine.clock, build(cfg.draft_policy), settings.batching, settings.max_batch,
+                          batch_encodings=settings.batch_encodings)
     return ConcurrentReplay(engines, device, settings, seed=cfg.seed)
 
 

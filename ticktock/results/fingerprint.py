@@ -10,7 +10,8 @@ A completed session's row in sessions.parquet carries three SHA-256 digests (hex
   audio (a few MB at most) costs milliseconds next to its replay. A missing file has no digest (None);
 - ``profile_sha256``: the modeled clock's cost profile (``profile_sha256``: its costs as canonical JSON, so an edit
   of any cost changes it and a new name, provenance text or YAML layout does not); None under a clock without one
-  (wall). A profile edited between a kill and a resume would otherwise give one run two sets of costs.
+  (wall). A profile edited between a kill and a resume would otherwise give one run two sets of costs. The cost fields
+  added later (``PROFILE_COSTS_IF_SET``) join the digest only where a profile has them.
 
 run.json's ``clock.profile_sha256`` records the same digest for the run, and the tables key setups by it, not by
 the profile's name (two profiles of one name are two setups).
@@ -35,6 +36,8 @@ from pathlib import Path
 FIELDS = {"manifest_sha256": "manifest line", "audio_sha256": "audio file", "profile_sha256": "cost profile"}
 PROFILE_COSTS = ("query_tokens", "context_tokens", "forward_table", "encode_ms", "encode_fixed_ms", "batch_sizes",
                  "batch_factor")  # the fields of a ``CostProfile`` that decide what a forward is charged
+PROFILE_COSTS_IF_SET = ("encode_first_ms", "encode_batch_sizes", "encode_batch_factor")  # the same, digested only where
+# a profile has them: a profile written before they existed keeps its digest (and its runs resume)
 
 
 def canonical_sha256(data) -> str:
@@ -71,7 +74,9 @@ def profile_sha256(clock) -> str | None:
     profile = getattr(clock, "profile", None)
     if profile is None:
         return None
-    return canonical_sha256({name: getattr(profile, name, None) for name in PROFILE_COSTS})
+    costs = {name: getattr(profile, name, None) for name in PROFILE_COSTS}
+    costs.update({name: getattr(profile, name) for name in PROFILE_COSTS_IF_SET if getattr(profile, name, None) is not None})
+    return canonical_sha256(costs)
 
 
 def session_fingerprint(session, profile_digest: str | None = None) -> dict:

@@ -38,6 +38,8 @@ STATUSES = ("complete", "running", "interrupted")  # and "failed: <why>"
 LATEST_TIME_S = 1e11  # seconds since the epoch: any later heartbeat is not a time (the year 5138)
 MOST_SHARDS = 100_000  # a shard.count above this is not a split of sessions (readers list every shard index)
 DEVICE_TIMES = ("span_ms", "busy_ms", "post_audio_busy_ms", "draft_busy_ms", "talker_busy_ms", "idle_ms")  # shared_device
+DEVICE_COUNTS = ("batched_encode_steps", "batched_encodings")  # shared_device: encodings batched across sessions
+SOURCE_KINDS = ("measured", "published", "derived", "assumed")  # clock.profile_sources: where a profile's number is from
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,29 @@ def _status(value) -> str | None:
     return f"must be one of {', '.join(STATUSES)} or 'failed: <why>', got {value!r}"
 
 
+def _sources(value) -> str | None:
+    """What is wrong with run.json ``clock.profile_sources`` (the cost profile's per-field provenance): every entry
+    one ``{kind: text}`` with kind one of ``SOURCE_KINDS`` and text a string.
+
+    >>> _sources({"encode_ms": {"published": "vllm-omni PR 6117"}}) is None
+    True
+    >>> _sources({"encode_ms": {"guessed": "x"}})
+    "entry 'encode_ms': must be one {kind: text} with kind measured, published, derived or assumed, got {'guessed': 'x'}"
+    """
+    for name, source in value.items():
+        if not (isinstance(source, dict) and len(source) == 1 and next(iter(source)) in SOURCE_KINDS
+                and isinstance(next(iter(source.values())), str)):
+            return (f"entry {name!r}: must be one {{kind: text}} with kind {', '.join(SOURCE_KINDS[:-1])} or "
+                    f"{SOURCE_KINDS[-1]}, got {_shown(source) if not isinstance(source, dict) else _entry(source)}")
+    return None
+
+
+def _entry(source: dict) -> str:
+    """A profile_sources entry in an error message (cut at 60 characters)."""
+    text = repr(source)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _a_time(value) -> str | None:
     if value is None or 0 <= _as_float(value) <= LATEST_TIME_S:
         return None
@@ -105,6 +130,7 @@ FIELDS = (
     Field("config.concurrency", (MAPPING, NULL)),
     Field("config.concurrency.sessions", (INTEGER, NULL), allowed=_at_least(1)),
     Field("config.concurrency.batching", (BOOLEAN,)),
+    Field("config.concurrency.batch_encodings", (BOOLEAN,)),  # absent in runs written before it existed: false
     Field("config.concurrency.max_batch", (INTEGER, NULL)),
     Field("config.concurrency.stagger", (STRING, NUMBER, NULL)),
     Field("config.draft_policy", (MAPPING, NULL)),
@@ -113,6 +139,7 @@ FIELDS = (
     *(Field(f"clock.{key}", (STRING, NULL)) for key in ("name", "profile", "profile_device", "profile_provenance",
                                                         "profile_sha256")),
     Field("clock.encode_scale", (NUMBER,), allowed=_positive),
+    Field("clock.profile_sources", (MAPPING, NULL), allowed=_sources),  # absent in older runs
     Field("environment", (MAPPING, NULL)),
     *(Field(f"environment.{key}", (STRING, NULL)) for key in ("cpu", "cuda_device")),
     Field("environment.model", (MAPPING, NULL)),
@@ -136,6 +163,7 @@ FIELDS = (
     *(Field(f"timing_noise.{key}", (NUMBER,)) for key in ("spread", "median_ms", "min_ms", "max_ms", "max_spread")),
     Field("shared_device", (MAPPING, NULL)),
     *(Field(f"shared_device.{key}", (NUMBER,), allowed=_finite) for key in DEVICE_TIMES),
+    *(Field(f"shared_device.{key}", (INTEGER,), allowed=_at_least(0)) for key in DEVICE_COUNTS),
     Field("skipped_sessions", (LIST, NULL)),
     Field("failed_sessions", (LIST, NULL)),  # sessions the watchdog stopped: [{"session_id", "error"}]
 )

@@ -167,7 +167,7 @@ def fig4b_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
 FIG4C_SETUP_FIELDS = ("clock", "encode_scale", "device", "temperature", "seed", "top_k", "top_p", "talker",
                       "talker_args", "playback_delay_ms")
 ALONE = {"concurrency": 1, "batching": False, "max_batch": None, "stagger": "", "draft_policy": "",
-         "draft_policy_args": ""}  # a setup's sharing fields for one session alone on the device
+         "draft_policy_args": "", "batch_encodings": False}  # a setup's sharing fields for one session alone
 FIG4C_METRICS = ["speak chunks", "speak speedup", "tool chunks", "tool speedup", "deadline-miss rate",
                  "tool deadline-miss rate", "mean max lag ms", "mean device wait ms", "sessions", "chunks"]
 UTILISATION = {"post-audio %": "post_audio_busy_ms", "drafting %": "draft_busy_ms", "talker %": "talker_busy_ms",
@@ -178,15 +178,16 @@ FIG4C_PAPER = {"speak speedup": ("paper speak speedup", False), "tool speedup": 
 
 def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     """Figure 4c: one row per cell of every setup group (everything but how the device was shared) that has
-    concurrency runs, at every N present: speak and tool speedup over the baseline at the same N and batching
-    (``metrics.speedup``, as Table 2 and the tool table), the deadline-miss rate over all chunks and over FDB v3
-    tool chunks, the mean per-session max lag and the mean device wait of the chunks' post-audio work, and where the
-    device's time went (``UTILISATION``: ``device_shares``; NaN where the runs did not record it). Empty when no run
+    concurrency runs, at every N present: speak and tool speedup over the baseline at the same N, batching and
+    batched encodings (``metrics.speedup``, as Table 2 and the tool table), the deadline-miss rate over all chunks
+    and over FDB v3 tool chunks, the mean per-session max lag and the mean device wait of the chunks' post-audio work,
+    and where the device's time went (``UTILISATION``: ``device_shares``; NaN where the runs did not record it). Empty when no run
     shared the device."""
     cells = sharing_cells(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
     columns = [*shown_names(results, shown), "group", "greedy", "real weights", "N", "decoder", "label",
-               "draft policy", "batching", "is baseline", "baseline run", *FIG4C_METRICS, *UTILISATION]
+               "draft policy", "batching", "batched encodings", "is baseline", "baseline run", *FIG4C_METRICS,
+               *UTILISATION]
     label = _fig4c_labeller(cells)
     rows = []
     for cell in cells:
@@ -197,7 +198,8 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
                      "greedy": cell.setup.temperature == 0, "real weights": not cell.setup.random_weights,
                      "N": cell.setup.concurrency,
                      "decoder": cell.decoder, "label": label(cell), "draft policy": cell.setup.draft_policy,
-                     "batching": cell.setup.batching, "is baseline": cell.decoder == baseline,
+                     "batching": cell.setup.batching, "batched encodings": cell.setup.batch_encodings,
+                     "is baseline": cell.decoder == baseline,
                      "baseline run": base.names if base is not None else "",
                      "speak chunks": speak.chunks, "speak speedup": speak.speedup,
                      "tool chunks": tool.chunks, "tool speedup": tool.speedup,
@@ -263,19 +265,34 @@ def group_label(setup: Setup) -> str:
 
 def _fig4c_order(cell: Cell) -> tuple:
     setup = cell.setup
-    return (setup.without_sharing(), setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger,
-            decoder_order(cell.decoder), setup.draft_policy, setup.draft_policy_args)
+    return (setup.without_sharing(), setup.concurrency, setup.batching, setup.max_batch or 0,
+            setup.batch_encodings, setup.stagger, decoder_order(cell.decoder), setup.draft_policy,
+            setup.draft_policy_args)
 
 
 def _baseline_at(results: Results, setup: Setup, baseline: str) -> Cell | None:
-    """The baseline at the same N, batching, max batch and stagger (everything else equal); its draft policy the
-    same when such a run exists, else any (the draft policy only orders draft forwards)."""
+    """The baseline at the same N, batching, max batch, stagger and batched encodings (everything else equal); its
+    draft policy the same when such a run exists, else any (the draft policy only orders draft forwards)."""
     exact = results.cell(setup, baseline)
     if exact is not None:
         return exact
     same = [c for c in results.cells if c.decoder == baseline and c.setup.without_sharing() == setup.without_sharing()
-            and c.setup.sharing()[:4] == setup.sharing()[:4]]
+            and _device_shared_alike(c.setup, setup)]
     return same[0] if same else None
+
+
+def _device_shared_alike(one: Setup, other: Setup) -> bool:
+    """Whether two setups shared the device alike but for the draft policy: the same N, batching, max batch, stagger
+    and batched encodings.
+
+    >>> a = Setup("m", "modeled:p", "A100", 0.0, 0, 1.0, 0, 4, False, None, "random", "round_robin")
+    >>> _device_shared_alike(a, replace(a, draft_policy="expected_savings"))
+    True
+    >>> _device_shared_alike(a, replace(a, batch_encodings=True))
+    False
+    """
+    return (one.concurrency, one.batching, one.max_batch, one.stagger, one.batch_encodings) == \
+        (other.concurrency, other.batching, other.max_batch, other.stagger, other.batch_encodings)
 
 
 def _fig4c_speedups(base: Cell | None, cell: Cell) -> tuple[metrics.Speedup, metrics.Speedup]:
@@ -285,6 +302,17 @@ def _fig4c_speedups(base: Cell | None, cell: Cell) -> tuple[metrics.Speedup, met
     names = (run_names(base), run_names(cell))
     return (metrics.speedup(base.chunks, cell.chunks, metrics.speak_mask(base.chunks), names, "speak"),
             metrics.speedup(base.chunks, cell.chunks, metrics.tool_mask(base.chunks), names, "fdb_v3 tool"))
+
+
+def _flags(data: pd.DataFrame, column: str) -> pd.Series:
+    """A true/false column of Figure 4c's data as booleans (all false where the data has no such column: data
+    made before it existed).
+
+    >>> _flags(pd.DataFrame({"N": [1, 4]}), "batched encodings").tolist()
+    [False, False]
+    """
+    values = data[column] if column in data else pd.Series(False, index=data.index)
+    return values.fillna(False).astype(bool)
 
 
 def _rate(values: pd.Series) -> float:
@@ -299,12 +327,14 @@ def _mean(values: pd.Series) -> float:
 
 def _fig4c_labeller(cells: list[Cell]):
     """Row labels: the decoder, then (for a shared device) the draft policy when several are present (with its
-    settings when one name has several), '+batching' (with its max batch when several), the stagger when several."""
+    settings when one name has several), '+batching' (with its max batch when several), '+batched encodings' when
+    runs with and without them are present, the stagger when several."""
     shared = [c.setup for c in cells if c.setup.shares_device]
     policies = {s.draft_policy for s in shared}
     settings = {name: {s.draft_policy_args for s in shared if s.draft_policy == name} for name in policies}
     max_batches = {s.max_batch for s in shared if s.batching}
     staggers = {s.stagger for s in shared}
+    encodings = {s.batch_encodings for s in shared}
 
     def label(cell: Cell) -> str:
         setup, parts = cell.setup, [cell.decoder]
@@ -317,6 +347,8 @@ def _fig4c_labeller(cells: list[Cell]):
             parts.append(policy)
         if setup.batching:
             parts.append(f"+batching (max {setup.max_batch or 'all'})" if len(max_batches) > 1 else "+batching")
+        if setup.batch_encodings and len(encodings) > 1:
+            parts.append("+batched encodings")
         if len(staggers) > 1:
             parts.append(f"stagger {setup.stagger}")
         return ", ".join(parts)
@@ -369,7 +401,10 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
         return Table("fig4c_concurrency", "Figure 4c: speedup versus concurrent sessions", pd.DataFrame(), {}, notes)
     frame = data[[*shown_names(results, varying(results, FIG4C_SETUP_FIELDS)), "N"]].copy()
     frame["decoder"] = data["label"]
-    comparable = data["greedy"].astype(bool) & ~data["batching"].astype(bool)  # the paper: greedy, batch 1
+    encodings = _flags(data, "batched encodings")
+    if encodings.nunique() > 1:
+        frame["batched encodings"] = ["yes" if flag else "no" for flag in encodings]
+    comparable = data["greedy"].astype(bool) & ~data["batching"].astype(bool) & ~encodings  # the paper: batch 1
     comparable &= pd.Series(data.get("real weights", True), index=data.index).astype(bool)  # no random weights
     for column in FIG4C_METRICS[:-2]:
         frame[column] = data[column]
@@ -381,7 +416,8 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
     for column in UTILISATION if recorded else []:
         frame[column] = data[column]
     frame["sessions"], frame["chunks"] = data["sessions"], data["chunks"]
-    notes = [f"speedup: mean post-audio latency of the {baseline} run at the same N, batching, max batch and stagger "
+    notes = [f"speedup: mean post-audio latency of the {baseline} run at the same N, batching, max batch, stagger "
+             "and batched encodings "
              f"(same seed; its draft policy the same when such a run exists) over its speak chunks (all tasks) and its "
              "FDB v3 tool chunks, divided by the decoder's over the same chunks (as Table 2 and the tool table)",
              "deadline-miss rate: share of chunks whose response time (lag carried in plus post-audio latency) exceeds "

@@ -7,7 +7,8 @@ or below 5% of chunks (chunks.parquet ``missed_deadline``) and the 95th-percenti
 
 ``search_capacity`` picks which N to replay (``scripts/bench_capacity.py`` runs it: doubling N, then bisecting),
 assuming misses and onsets only grow with N. ``capacity_data`` judges every N present in the results, per setup
-group (everything but how the device was shared, as Figure 4c: ``analysis.fig4c_data``), decoder and batching;
+group (everything but how the device was shared, as Figure 4c: ``analysis.fig4c_data``), decoder, batching and
+batched encodings (``concurrency.batch_encodings``);
 ``capacity_table`` and ``capacity_figure`` are drawn from it.
 
 Example::
@@ -185,20 +186,23 @@ def capacity_of(passes: dict[int, bool]) -> float:
 # --- from results ------------------------------------------------------------------------------------------------
 
 LINE_FIELDS = ("max_batch", "stagger", "draft_policy", "draft_policy_args")  # what else names a line, with batching
+LINE_COLUMNS = ["group", "label", "batching", "batched encodings"]  # a line's rows in ``capacity_data``
+MIN_ONSETS = 30  # fewer onset chunks than this behind a capacity's p95 onset: the table says so
 
 
 def _line_key(cell: Cell) -> tuple:
-    """A line of capacity: the setup group, the decoder, batching and the rest of how the device was shared, but N."""
+    """A line of capacity: the setup group, the decoder, batching, batched encodings and the rest of how the device
+    was shared, but N."""
     setup = cell.setup
     rest = tuple(getattr(setup, name) for name in LINE_FIELDS) if setup.shares_device else (None, "", "", "")
-    return (setup.without_sharing(), cell.decoder, setup.batching, *rest)
+    return (setup.without_sharing(), cell.decoder, setup.batching, setup.batch_encodings, *rest)
 
 
 def capacity_lines(results: Results) -> dict[tuple, list[Cell]]:
-    """The cells of every setup group with a concurrency run, as lines by N: per (group, decoder, batching, max batch,
-    stagger, draft policy), its cells. The run of one session alone (N = 1, no batching) is the start of every
-    unbatched line of its decoder in its group; a decoder with no unbatched run at N > 1 has no unbatched line
-    (``alone_only``)."""
+    """The cells of every setup group with a concurrency run, as lines by N: per (group, decoder, batching, batched
+    encodings, max batch, stagger, draft policy), its cells. The run of one session alone (N = 1, no batching) is the
+    start of every unbatched line (neither forwards nor encodings batched) of its decoder in its group; a decoder with
+    no unbatched run at N > 1 has no unbatched line (``alone_only``)."""
     cells = sharing_cells(results)
     lines: dict[tuple, list[Cell]] = {}
     for cell in cells:
@@ -206,33 +210,34 @@ def capacity_lines(results: Results) -> dict[tuple, list[Cell]]:
             lines.setdefault(_line_key(cell), []).append(cell)
     for cell in cells:
         if not cell.setup.shares_device:
-            for key in [key for key in lines if key[:3] == _line_key(cell)[:3]]:
+            for key in [key for key in lines if key[:4] == _line_key(cell)[:4]]:
                 lines[key].insert(0, cell)
-    order = sorted(lines, key=lambda k: (tuple(map(str, k[0])), k[2], decoder_order(k[1]), tuple(map(str, k[3:]))))
+    order = sorted(lines, key=lambda k: (tuple(map(str, k[0])), k[2], k[3], decoder_order(k[1]),
+                                         tuple(map(str, k[4:]))))
     return {key: sorted(lines[key], key=lambda c: c.setup.concurrency) for key in order}
 
 
 def alone_only(results: Results) -> list[Cell]:
     """The runs of one session alone that start no line: their decoder has no unbatched run at N > 1 in their group."""
     cells = sharing_cells(results)
-    unbatched = {_line_key(c)[:3] for c in cells if c.setup.shares_device}
-    return [c for c in cells if not c.setup.shares_device and _line_key(c)[:3] not in unbatched]
+    unbatched = {_line_key(c)[:4] for c in cells if c.setup.shares_device}
+    return [c for c in cells if not c.setup.shares_device and _line_key(c)[:4] not in unbatched]
 
 
 def _labels(keys: list[tuple]) -> dict[tuple, str]:
     """Row labels: the decoder, then each other sharing field that takes several values among the lines (a draft
     policy's settings when one policy runs with several).
 
-    >>> keys = [("g", "ar", False, None, "random", "expected_savings", '{"speech_dbfs": -45.0}'),
-    ...         ("g", "sl", True, None, "random", "round_robin", "")]
+    >>> keys = [("g", "ar", False, False, None, "random", "expected_savings", '{"speech_dbfs": -45.0}'),
+    ...         ("g", "sl", True, False, None, "random", "round_robin", "")]
     >>> list(_labels(keys).values())
     ['ar, expected_savings', 'sl, round_robin']
     """
-    several = [i for i in range(3, 6) if len({k[i] for k in keys}) > 1]
-    if any(len({k[6] for k in keys if k[5] == policy}) > 1 for policy in {k[5] for k in keys}):
-        several.append(6)  # a policy's settings, when one policy runs with several
-    words = {3: lambda v: f"max batch {v or 'all'}", 4: lambda v: f"stagger {v}", 5: lambda v: v or "no draft policy",
-             6: lambda v: v or "(default settings)"}
+    several = [i for i in range(4, 7) if len({k[i] for k in keys}) > 1]
+    if any(len({k[7] for k in keys if k[6] == policy}) > 1 for policy in {k[6] for k in keys}):
+        several.append(7)  # a policy's settings, when one policy runs with several
+    words = {4: lambda v: f"max batch {v or 'all'}", 5: lambda v: f"stagger {v}", 6: lambda v: v or "no draft policy",
+             7: lambda v: v or "(default settings)"}
     return {key: ", ".join([key[1], *(words[i](key[i]) for i in several)]) for key in keys}
 
 
@@ -262,18 +267,18 @@ def line_session_set(cells: list[Cell]) -> str:
     return sets.pop() if len(sets) == 1 else MIXED
 
 
-DATA_COLUMNS = ["group", "decoder", "label", "batching", "N", "sessions", "miss rate", "p95 onset ms", "onsets",
-                "chunks", "passes", "shortfall", "capacity", "lower bound", "first failing N", "line sessions",
+DATA_COLUMNS = ["group", "decoder", "label", "batching", "batched encodings", "N", "sessions", "miss rate",
+                "p95 onset ms", "onsets", "chunks", "passes", "shortfall", "capacity", "lower bound", "first failing N", "line sessions",
                 "x baseline", "x baseline bound", "baseline capacity", "baseline sessions"]
 
 
 def capacity_data(results: Results, baseline: str = "ar",
                   criteria: CapacityCriteria = CapacityCriteria()) -> pd.DataFrame:
-    """One row per line (setup group, decoder, batching, and how else the device was shared) and N present: its
-    ``verdict`` and the sessions it was replayed on (``session_set``), the line's capacity (``capacity_of`` its N;
-    ``lower bound`` when no N of the line failed), the first failing N above it, the line's session set
-    (``line_session_set``), and the ratio to the baseline's capacity in the same group and batching (its max batch,
-    stagger and draft policy the same when such a line exists, else any: the draft policy only orders draft
+    """One row per line (setup group, decoder, batching, batched encodings, and how else the device was shared) and
+    N present: its ``verdict`` and the sessions it was replayed on (``session_set``), the line's capacity
+    (``capacity_of`` its N; ``lower bound`` when no N of the line failed), the first failing N above it, the line's
+    session set (``line_session_set``), and the ratio to the baseline's capacity in the same group, batching and
+    batched encodings (its max batch, stagger and draft policy the same when such a line exists, else any: the draft policy only orders draft
     forwards); NaN when the baseline has no line there, a capacity of 0, or a capacity found on other sessions (or on
     mixed ones): a ratio of capacities on different session sets compares different work. Empty without
     concurrency runs."""
@@ -295,7 +300,8 @@ def capacity_data(results: Results, baseline: str = "ar",
         for cell in cells:
             result = found[key][cell.setup.concurrency]
             rows.append({**setup_columns(cell.setup, shown), "group": group_label(cell.setup), "decoder": key[1],
-                         "label": labels[key], "batching": key[2], "N": cell.setup.concurrency,
+                         "label": labels[key], "batching": key[2], "batched encodings": key[3],
+                         "N": cell.setup.concurrency,
                          "sessions": session_set(cell), "miss rate": result.miss_rate,
                          "p95 onset ms": result.p95_onset_ms, "onsets": result.onsets, "chunks": len(cell.chunks),
                          "passes": result.passes, "shortfall": shortfall(result, criteria), "capacity": capacity,
@@ -327,15 +333,17 @@ def _baseline_key(key: tuple, capacities: dict[tuple, float], baseline: str) -> 
     exact = (key[0], baseline, *key[2:])
     if exact in capacities:
         return exact
-    same = [k for k in capacities if k[1] == baseline and k[0] == key[0] and k[2:5] == key[2:5]]
+    same = [k for k in capacities if k[1] == baseline and k[0] == key[0] and k[2:6] == key[2:6]]
     return same[0] if same else None
 
 
 def capacity_table(results: Results, baseline: str = "ar", criteria: CapacityCriteria = CapacityCriteria(),
                    data: pd.DataFrame | None = None) -> Table:
-    """Capacity as a table: one row per line (group, decoder, batching): its capacity, the ratio to the baseline's,
-    the first failing N, the miss rate and p95 onset at the capacity, and the N that passed and failed (with what they
-    missed). Without concurrency runs: an empty table and a note saying so, nothing faked."""
+    """Capacity as a table: one row per line (group, decoder, batching, batched encodings): its capacity, the ratio
+    to the baseline's, the first failing N, the miss rate and p95 onset at the capacity with the number of onsets
+    behind that p95, and the N that passed and failed (with what they missed); a ``batched encodings`` column where
+    runs with and without them are present. Without concurrency runs: an empty table and a note saying so, nothing
+    faked."""
     data = capacity_data(results, baseline, criteria) if data is None else data
     title = "Capacity: sessions per device within the deadline criteria"
     ratio = "x AR" if baseline == "ar" else f"x {baseline}"
@@ -345,12 +353,43 @@ def capacity_table(results: Results, baseline: str = "ar", criteria: CapacityCri
                  f"criteria: {criteria.describe()}"]
         return Table("capacity", title, pd.DataFrame(), {}, notes)
     shown = shown_names(results, varying(results, FIG4C_SETUP_FIELDS))
-    rows = [_table_row(line, shown, ratio) for _, line in data.groupby(["group", "label", "batching"], sort=False)]
+    rows = [_table_row(line, shown, ratio) for line in _lines(data).values()]
+    frame = pd.DataFrame(rows)
+    if _encodings(data).nunique() < 2:
+        frame = frame.drop(columns="batched encodings")
     formats = {"capacity": ".0f", ratio: ".2f", "first failing N": ".0f", "miss rate at capacity": ".1%",
-               "p95 onset ms at capacity": ".0f"}  # a bound (">= 16", ">= 2.00") is text already
+               "p95 onset ms at capacity": ".0f", "onsets at capacity": ".0f"}  # a bound (">= 16") is text already
     setups = list(dict.fromkeys(c.setup for c in sharing_cells(results)))
-    return Table("capacity", title, pd.DataFrame(rows), formats, _notes(results, data, baseline, criteria), [],
+    return Table("capacity", title, frame, formats, _notes(results, data, baseline, criteria), [],
                  provenance_notes(results, setups))
+
+
+def _encodings(data: pd.DataFrame) -> pd.Series:
+    """``capacity_data``'s batched-encodings column as booleans (all false in data made before it existed)."""
+    values = data["batched encodings"] if "batched encodings" in data else pd.Series(False, index=data.index)
+    return values.fillna(False).astype(bool)
+
+
+def _lines(data: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    """``capacity_data``'s rows by line: (group, label, batching, batched encodings) -> its rows, in the data's order.
+
+    >>> data = pd.DataFrame({"group": ["g"] * 3, "label": ["ar"] * 3, "batching": [False] * 3,
+    ...                      "batched encodings": [False, True, True], "N": [2, 2, 4]})
+    >>> {key: line["N"].tolist() for key, line in _lines(data).items()}
+    {('g', 'ar', False, False): [2], ('g', 'ar', False, True): [2, 4]}
+    """
+    keyed = data.assign(**{"batched encodings": _encodings(data)})
+    return {key: data.loc[line.index] for key, line in keyed.groupby(LINE_COLUMNS, sort=False)}
+
+
+def _where(key: tuple) -> str:
+    """A line in a note: its label, how the device batched, its group.
+
+    >>> _where(("g", "ar", True, True)), _where(("g", "ar", False, False))
+    ('ar with batching, with batched encodings (g)', 'ar (g)')
+    """
+    group, label, batching, encodings = key
+    return f"{label}{' with batching' if batching else ''}{', with batched encodings' if encodings else ''} ({group})"
 
 
 def _table_row(line: pd.DataFrame, shown: list[str], ratio: str) -> dict:
@@ -359,12 +398,15 @@ def _table_row(line: pd.DataFrame, shown: list[str], ratio: str) -> dict:
     passing = ", ".join(str(n) for n in line.loc[line["passes"], "N"])
     fails = line[~line["passes"]]
     failing = ", ".join(f"{n} ({why})" for n, why in zip(fails["N"], fails["shortfall"]))
+    encodings = bool(first["batched encodings"]) if "batched encodings" in first else False
     return {**first[shown].to_dict(), "decoder": first["label"], "batching": "yes" if first["batching"] else "no",
+            "batched encodings": "yes" if encodings else "no",
             "capacity": bound_text(first["capacity"], ">=" if first["lower bound"] else "", ".0f"),
             ratio: bound_text(first["x baseline"], first["x baseline bound"], ".2f"),
             "first failing N": first["first failing N"], "sessions": first["line sessions"],
             "miss rate at capacity": at["miss rate"].iloc[0] if len(at) else math.nan,
             "p95 onset ms at capacity": at["p95 onset ms"].iloc[0] if len(at) else math.nan,
+            "onsets at capacity": at["onsets"].iloc[0] if len(at) else math.nan,
             "N passing": passing or "none", "N failing": failing or "none"}
 
 
@@ -383,15 +425,15 @@ def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: Capaci
              f"{criteria.describe()}, with every smaller N tried passing too; the miss rate over all chunks "
              "(chunks.parquet missed_deadline), the p95 over the response_ms of the chunks with is_onset (numpy's "
              "linear percentile); a run without onset chunks meets the onset criterion; 0: one session alone fails, "
-             "–: the smallest N tried (above 1) fails",
+             "–: the smallest N tried (above 1) fails; onsets at capacity: the onset chunks behind that p95",
              "N passing / N failing: the N present for the line (an unbatched line starts from the decoder's run of "
              "one session alone), a failing N with what it missed; the capacity is exact when capacity + 1 failed, "
              "else between it and the first failing N - 1, and a lower bound, shown >= N, when no N above it failed",
              "sessions: the sessions the line's capacity was found on, their count and a digest of their ids "
              "(#8 hex digits); mixed: its N were replayed on different sessions",
-             f"x {'AR' if baseline == 'ar' else baseline}: the capacity over {baseline}'s in the same setup group and "
-             "batching (its max batch, stagger and draft policy the same when such a run exists), only when both were "
-             "found on the same sessions; >= / <= when one of them is a lower bound; – when "
+             f"x {'AR' if baseline == 'ar' else baseline}: the capacity over {baseline}'s in the same setup group, "
+             "batching and batched encodings (its max batch, stagger and draft policy the same when such a run "
+             "exists), only when both were found on the same sessions; >= / <= when one of them is a lower bound; – when "
              f"{baseline} has no runs there, a capacity of 0, other sessions, or both capacities are lower bounds",
              "the search (scripts/bench_capacity.py: N = 1, 2, 4, ... while it passes, then bisection) assumes "
              "deadline misses and onsets only grow with N: N it skipped are taken to pass below the capacity and to "
@@ -400,22 +442,43 @@ def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: Capaci
     for cell in alone_only(results):
         notes.append(f"{cell.decoder} ({group_label(cell.setup)}): replayed alone only, with no unbatched run at "
                      "N > 1: no unbatched capacity")
-    for (group, label, batching), line in data.groupby(["group", "label", "batching"], sort=False):
+    for key, line in _lines(data).items():
         above = line[line["passes"] & (line["N"] > line["first failing N"])]
         if len(above):
             passing = ", ".join(str(n) for n in above["N"])
-            where = f"{label}{' with batching' if batching else ''} ({group})"
-            notes.append(f"not monotonic: {where} passes at N={passing} above its failing "
+            notes.append(f"not monotonic: {_where(key)} passes at N={passing} above its failing "
                          f"N={line['first failing N'].iloc[0]:.0f}; its capacity counts the first failure")
-    return notes + session_set_notes(data, baseline)
+    few = few_onsets_note(data)
+    return notes + ([few] if few else []) + session_set_notes(data, baseline)
+
+
+def few_onsets_note(data: pd.DataFrame, least: int = MIN_ONSETS) -> str | None:
+    """The note on the lines whose p95 onset at their capacity rests on fewer than ``least`` onset chunks (a p95 of a
+    handful of onsets is their maximum, or close to it), with each one's count; None when every capacity has enough.
+
+    >>> data = pd.DataFrame({"group": ["g"] * 2, "label": ["ar"] * 2, "batching": [False] * 2, "N": [1, 2],
+    ...                      "capacity": [2, 2], "onsets": [10, 12]})
+    >>> print(few_onsets_note(data))
+    p95 onset from fewer than 30 onsets: raise the sessions (--per-task): ar (g) 12 onsets at N=2
+    >>> few_onsets_note(data.assign(onsets=40)) is None
+    True
+    """
+    parts = []
+    for key, line in _lines(data).items():
+        at = line[line["N"] == line["capacity"]]
+        if len(at) and int(at["onsets"].iloc[0]) < least:
+            parts.append(f"{_where(key)} {int(at['onsets'].iloc[0])} onsets at N={int(at['N'].iloc[0])}")
+    if not parts:
+        return None
+    return f"p95 onset from fewer than {least} onsets: raise the sessions (--per-task): " + "; ".join(parts)
 
 
 def session_set_notes(data: pd.DataFrame, baseline: str) -> list[str]:
     """A note per line whose N were replayed on different sessions, and per line whose ratio to the baseline is not
     shown because the two capacities were found on different sessions."""
     notes = []
-    for (group, label, batching), line in data.groupby(["group", "label", "batching"], sort=False):
-        where = f"{label}{' with batching' if batching else ''} ({group})"
+    for key, line in _lines(data).items():
+        where = _where(key)
         first = line.iloc[0]
         if first["line sessions"] == MIXED:
             sets = ", ".join(f"N={n}: {sessions}" for n, sessions in zip(line["N"], line["sessions"]))
@@ -430,8 +493,8 @@ def session_set_notes(data: pd.DataFrame, baseline: str) -> list[str]:
 
 
 def capacity_figure(data: pd.DataFrame, path: Path, criteria: CapacityCriteria = CapacityCriteria()) -> Path | None:
-    """Deadline-miss rate and p95 response onset versus N, one line per (group, decoder, batching; batched lines
-    dashed), the criteria as dotted red lines and each line's capacity circled; None without concurrency runs."""
+    """Deadline-miss rate and p95 response onset versus N, one line per (group, decoder, batching, batched encodings;
+    lines with batched forwards dashed), the criteria as dotted red lines and each line's capacity circled; None without concurrency runs."""
     if data.empty:
         return None
     import matplotlib
@@ -445,9 +508,10 @@ def capacity_figure(data: pd.DataFrame, path: Path, criteria: CapacityCriteria =
               ("p95 onset ms", 1.0, criteria.max_p95_onset_ms, "95th-percentile response onset (ms)"))
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), squeeze=False)
     for ax, (column, scale, limit, ylabel) in zip(axes[0], panels):
-        for (group, label, batching), line in data.groupby(["group", "label", "batching"], sort=False):
+        for (group, label, batching, encodings), line in _lines(data).items():
             line = line.sort_values("N")
-            name = f"{label}{', batching' if batching else ''}, capacity {_count(line['capacity'].iloc[0])}"
+            name = (f"{label}{', batching' if batching else ''}{', batched encodings' if encodings else ''}, "
+                    f"capacity {_count(line['capacity'].iloc[0])}")
             drawn = ax.plot(line["N"], scale * line[column], marker="o", linestyle="--" if batching else "-",
                             label=f"{name} ({group})" if several else name)
             at = line[line["N"] == line["capacity"]]

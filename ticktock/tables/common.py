@@ -84,7 +84,8 @@ def single_session(builder):
     return build
 
 
-SHARING_FIELDS = ("concurrency", "batching", "max_batch", "stagger", "draft_policy", "draft_policy_args")
+SHARING_FIELDS = ("concurrency", "batching", "max_batch", "batch_encodings", "stagger", "draft_policy",
+                  "draft_policy_args")
 TALKER_FIELDS = ("talker", "talker_args", "playback_delay_ms")  # what spoke, and how its speech was played
 
 
@@ -106,7 +107,8 @@ def _talker_settings_vary(setups: list[Setup]) -> bool:
 
 COLUMN_NAMES = {"temperature": "T", "concurrency": "N", "max_batch": "max batch", "draft_policy": "draft policy",
                 "draft_policy_args": "draft policy settings", "talker_args": "talker settings",
-                "encode_scale": "encode scale", "playback_delay_ms": "playback delay ms"}
+                "encode_scale": "encode scale", "playback_delay_ms": "playback delay ms",
+                "batch_encodings": "batched encodings"}
 
 
 def setup_columns(setup: Setup, shown: list[str]) -> dict:
@@ -176,9 +178,47 @@ def describe_clock(meta: dict, setup: Setup) -> str:
     if clock.get("profile"):
         provenance = clock.get("profile_provenance") or "no provenance recorded"
         scaled = encode_scale_note(setup)
+        sources = describe_sources(clock.get("profile_sources"))
         return (f"clock {clock_label(setup)}: modeled from cost profile {clock['profile']} for device {setup.device}"
-                f"{scaled}; provenance: {provenance}")
+                f"{scaled}; provenance: {provenance}" + (f"; sources: {sources}" if sources else ""))
     return f"clock {clock_label(setup)}: measured on device {setup.device}"
+
+
+SOURCE_ORDER = ("measured", "published", "derived", "assumed")  # run.json clock.profile_sources kinds, as summarised
+SOURCED_ORDER = ("forward_ms", "encode_ms", "encode_fixed_ms", "encode_first_ms", "batch_factor",
+                 "encode_batch_factor")  # a cost profile's fields in the order the summary names them (talkers after)
+
+
+def describe_sources(sources) -> str:
+    """A cost profile's per-field provenance (run.json ``clock.profile_sources``: field -> ``{kind: text}``) in
+    brief: the fields grouped by kind (measured, published, derived, assumed), in the profile's order
+    (``SOURCED_ORDER``, then ``talkers.<name>`` by name), each published reference quoted once after its fields (the
+    other kinds' texts, commands and derivations, are in run.json and the profile); '' when the run recorded none (a
+    run written before profiles named their sources).
+
+    >>> print(describe_sources({"encode_first_ms": {"published": "PR 6117"}, "forward_ms": {"derived": "fitted"},
+    ...                         "encode_ms": {"published": "PR 6117"}, "encode_fixed_ms": {"assumed": "why"},
+    ...                         "talkers.espeak": {"measured": "ticktock calibrate"}}))
+    measured talkers.espeak; published encode_ms, encode_first_ms (PR 6117); derived forward_ms; assumed encode_fixed_ms
+    >>> describe_sources(None), describe_sources({})
+    ('', '')
+    """
+    if not isinstance(sources, dict):
+        return ""
+    by_kind: dict[str, dict[str, list[str]]] = {}  # kind -> text -> fields
+    order = {name: i for i, name in enumerate(SOURCED_ORDER)}
+    for name, source in sorted(sources.items(), key=lambda item: (order.get(item[0], len(order)), str(item[0]))):
+        if isinstance(source, dict) and len(source) == 1:
+            (kind, text), = source.items()
+            by_kind.setdefault(kind, {}).setdefault(str(text), []).append(str(name))
+    parts = []
+    for kind in [k for k in SOURCE_ORDER if k in by_kind] + sorted(set(by_kind) - set(SOURCE_ORDER)):
+        if kind == "published":
+            groups = [f"{', '.join(fields)} ({text})" for text, fields in by_kind[kind].items()]
+        else:
+            groups = [", ".join(name for fields in by_kind[kind].values() for name in fields)]
+        parts.append(f"{kind} {', '.join(groups)}")
+    return "; ".join(parts)
 
 
 def encode_scale_note(setup: Setup) -> str:
@@ -350,10 +390,18 @@ def describe_sharing(setup: Setup) -> str:
 
     >>> describe_sharing(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, 4, True, 2, "random", "round_robin"))
     'N=4 sessions on one device, batching (max 2), stagger random, draft policy round_robin'
+    >>> describe_sharing(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, 4, True, None, "random", "round_robin",
+    ...                        batch_encodings=True))
+    'N=4 sessions on one device, batching, batched encodings, stagger random, draft policy round_robin'
+    >>> describe_sharing(Setup("m", "wall", "cpu", 0.0, 0, 1.0, 0, 4, False, None, "random", "round_robin",
+    ...                        batch_encodings=True))
+    'N=4 sessions on one device, no batching of forwards, batched encodings, stagger random, draft policy round_robin'
     """
     if not setup.shares_device:
         return ""
     batching = (f"batching (max {setup.max_batch})" if setup.max_batch else "batching") if setup.batching else "no batching"
+    if setup.batch_encodings:
+        batching = f"{batching if setup.batching else 'no batching of forwards'}, batched encodings"
     stagger = setup.stagger if setup.stagger in ("", "random") else f"{setup.stagger} ms per slot"
     policy = f"draft policy {setup.draft_policy or 'unnamed'}"
     policy += f" {setup.draft_policy_args}" if setup.draft_policy_args else ""

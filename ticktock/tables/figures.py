@@ -4,10 +4,10 @@
   there are any, as the paper), a log axis when the counts span more than 20.
 - 4b: speak and tool speedup versus sampling temperature, one line per (setup, decoder).
 - 4c: speak and tool speedup versus N concurrent sessions on one device (each over the baseline at the same
-  N), one line per (setup, decoder, draft policy, batching), a log axis for tool speedups spanning more than 20;
-  and, when the runs recorded it (run.json ``shared_device``), a panel of where the device's time went: a stacked
-  bar per (N, row label) of its post-audio, drafting, talker and idle shares; not drawn without concurrency runs
-  (the table says so; no data is faked).
+  N), one line per (setup, decoder, draft policy, batching, batched encodings), a log axis for tool speedups
+  spanning more than 20; and, when the runs recorded it (run.json ``shared_device``), a panel of where the device's
+  time went: a stacked bar per (N, row label) of its post-audio, drafting, talker and idle shares; not drawn without
+  concurrency runs (the table says so; no data is faked).
 
 Example::
 
@@ -109,7 +109,9 @@ def fig4c_lines(data: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
     {('g', 'sl, rr'): [1, 4], ('g', 'sl, es'): [1, 4]}
     """
     data = data[~data["is baseline"].astype(bool)]
-    alone = data[(data["N"] == 1) & ~data["batching"].astype(bool)]
+    encodings = (data["batched encodings"] if "batched encodings" in data else pd.Series(False, index=data.index))
+    encodings = encodings.fillna(False).astype(bool)
+    alone = data[(data["N"] == 1) & ~data["batching"].astype(bool) & ~encodings]
     lines, used = {}, set()
     for (group, label), rows in data.groupby(["group", "label"], sort=False):
         if len(alone) and rows.index.isin(alone.index).all():

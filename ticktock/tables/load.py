@@ -5,8 +5,9 @@ the tables command is a run directory, a folder searched recursively for run dir
 either. Runs are grouped by **setup** (model, and whether its weights were random: run.json
 ``environment.model.random_weights``, a miniature or ``random_init``, labelled in every table; clock and
 profile with its audio-encoding what-if (run.json ``clock.encode_scale``, 1 when absent), device, sampling,
-seed, and how many sessions shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger and
-the draft policy, and the talker that spoke the assistant's text with its settings: ``config.talker``, none for a run without one, and the jitter
+seed, and how many sessions shared the device: ``concurrency.sessions`` N, batching, max_batch, stagger,
+batched audio encodings (``concurrency.batch_encodings``, false when absent) and the draft policy, and the talker
+that spoke the assistant's text with its settings: ``config.talker``, none for a run without one, and the jitter
 buffer its speech was played with: ``config.playback_delay_ms``, 0 when absent): only runs of the same setup are
 ever compared. Within a setup, runs of the same decoder form one **cell**; several runs may
 share a cell when they hold disjoint sessions (e.g. one run per task, or the shards of a sharded run: all of them,
@@ -106,6 +107,7 @@ class Setup:
     playback_delay_ms: float = 0.0  # the speech's jitter buffer (config.playback_delay_ms; 0: none or absent)
     random_weights: bool = False  # the model's weights were random (run.json environment.model.random_weights)
     miniature: bool = False  # ... a miniature checkpoint's (environment.model.miniature; ticktock.miniatures)
+    batch_encodings: bool = False  # the shared device batched sessions' audio encodings (concurrency.batch_encodings)
 
     @property
     def model_label(self) -> str:
@@ -138,12 +140,14 @@ class Setup:
 
     @property
     def shares_device(self) -> bool:
-        """A concurrency run: several sessions at once, or batching (``ConcurrencySettings.shares_device``)."""
-        return self.concurrency > 1 or self.batching
+        """A concurrency run: several sessions at once, or batching of forwards or of audio encodings
+        (``ConcurrencySettings.shares_device``)."""
+        return self.concurrency > 1 or self.batching or self.batch_encodings
 
     def sharing(self) -> tuple:
         """The concurrency fields: how the device was shared."""
-        return (self.concurrency, self.batching, self.max_batch, self.stagger, self.draft_policy, self.draft_policy_args)
+        return (self.concurrency, self.batching, self.max_batch, self.stagger, self.draft_policy, self.draft_policy_args,
+                self.batch_encodings)
 
     def without_temperature(self) -> tuple:
         return (self.model, self.clock, self.encode_scale, self.device, self.top_k, self.top_p, self.seed,
@@ -274,7 +278,8 @@ def weights_label(random_weights: bool, miniature: bool) -> str:
 
 def sharing_of(config: dict) -> dict:
     """The concurrency fields of a run's setup from its config (``concurrency``, ``draft_policy``); a run without
-    them, or with N = 1 and no batching, is a single session alone on the device.
+    them, or with N = 1 and no batching (of forwards or of encodings), is a single session alone on the device.
+    ``batch_encodings`` is there only when true (a run written before it existed has none: false).
 
     >>> sharing_of({"concurrency": {"sessions": 1, "stagger": "random"}, "draft_policy": {"name": "round_robin"}})
     {'concurrency': 1, 'batching': False}
@@ -282,11 +287,15 @@ def sharing_of(config: dict) -> dict:
     ...                      "draft_policy": {"name": "expected_savings", "_target_": "x.Y", "speech_dbfs": -45.0}})
     >>> shared["max_batch"], shared["stagger"], shared["draft_policy"], shared["draft_policy_args"]
     (None, '50', 'expected_savings', '{"speech_dbfs": -45.0}')
+    >>> sharing_of({"concurrency": {"sessions": 4, "batch_encodings": True}})["batch_encodings"]
+    True
     """
     concurrency = config.get("concurrency") or {}
     sessions, batching = int(concurrency.get("sessions") or 1), bool(concurrency.get("batching", False))
     fields = {"concurrency": sessions, "batching": batching}
-    if sessions == 1 and not batching:
+    if concurrency.get("batch_encodings"):
+        fields["batch_encodings"] = True
+    if sessions == 1 and not batching and not fields.get("batch_encodings"):
         return fields
     policy = dict(config.get("draft_policy") or {})
     name = str(policy.pop("name", "") or "")
@@ -424,8 +433,8 @@ def decoder_order(name: str) -> tuple:
 
 def setup_order(setup: Setup) -> tuple:
     return (setup.model, setup.clock, setup.encode_scale, setup.device, setup.temperature, setup.top_k, setup.top_p,
-            setup.seed, setup.concurrency, setup.batching, setup.max_batch or 0, setup.stagger, setup.draft_policy,
-            setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args, setup.playback_delay_ms,
+            setup.seed, setup.concurrency, setup.batching, setup.batch_encodings, setup.max_batch or 0, setup.stagger,
+            setup.draft_policy, setup.draft_policy_args, setup.talker != "none", setup.talker, setup.talker_args, setup.playback_delay_ms,
             setup.random_weights, setup.miniature)
 
 
