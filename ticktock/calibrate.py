@@ -565,20 +565,25 @@ def nvidia_driver() -> str | None:
 
 
 def next_run_command(model: str, model_node, device, out) -> str:
-    """The replay to start with a new profile: the same model (``model.path=<weights>`` where the model reads
-    weights, and it was measured on random ones or none were given), the same device, the modeled clock charged by
-    the profile at ``out``.
+    """The replay to start with a new profile: the same model (``model.path=<weights>`` for a real model, one with
+    a ``random_init`` option, measured on random weights or with none given; its folder where one was given; nothing
+    for a model with shipped weights, such as ``embedded``), the same device, the modeled clock charged by the profile
+    at ``out``.
 
     >>> next_run_command("gander", {"path": None, "random_init": True}, "cuda",
     ...                  "configs/profiles/nvidia-h100-80gb-hbm3-gander.yaml")
     'python -m ticktock.run model=gander model.path=<weights> device=cuda clock=modeled clock.profile=configs/profiles/nvidia-h100-80gb-hbm3-gander.yaml'
     >>> next_run_command("fixture", {"name": "fixture"}, None, "my profile.yaml")
     "python -m ticktock.run model=fixture clock=modeled 'clock.profile=my profile.yaml'"
+    >>> next_run_command("embedded", {"path": None}, None, "cpu.yaml")   # its shipped weights
+    'python -m ticktock.run model=embedded clock=modeled clock.profile=cpu.yaml'
     """
     words = ["python", "-m", "ticktock.run", f"model={model}"]
-    if "path" in model_node:
-        weights = model_node.get("path")
-        words.append("model.path=<weights>" if model_node.get("random_init") or not weights else f"model.path={weights}")
+    weights = model_node.get("path") if "path" in model_node else None
+    if "random_init" in model_node and (model_node.get("random_init") or not weights):
+        words.append("model.path=<weights>")  # a real model: measured on random weights, or its weights not named
+    elif weights:
+        words.append(f"model.path={weights}")  # (a model with shipped weights, e.g. embedded, needs none named)
     if device is not None:
         words.append(f"device={device}")
     command = shlex.join([*words, "clock=modeled", f"clock.profile={out}"])
