@@ -11,12 +11,13 @@ table and figure from every run of the folder into ``<out>/tables``. Batching ne
 dimension, batched encodings one for encodings (the shipped profiles have both). Runs resume (rerun to continue; a
 finished N is read back).
 
-Run (about 40 minutes on 2 CPU cores with the defaults: 2 sessions per task, up to 16 sessions at once, every decoder
-with and without batching, each with and without batched encodings)::
+Run (about 30 minutes on 2 CPU cores with the defaults: 3 sessions per task, so that at least 30 onsets back each p95
+onset (40 on the mini corpus), up to 16 sessions at once, every decoder with and without batching, each with and
+without batched encodings)::
 
     python scripts/bench_capacity.py --out results/capacity
     python scripts/bench_capacity.py --decoders ar,speclisten --batching false --batch-encodings false --limit 8 clock=wall
-    python scripts/bench_capacity.py --out results/capacity-published --per-task 3 \
+    python scripts/bench_capacity.py --out results/capacity-published \
         clock.profile=configs/profiles/a100-8b-published-encoder.yaml
 
 Against a running server (docs/endpoints.md), each N is a live run of ``concurrency.sessions=N`` sessions held at once;
@@ -119,7 +120,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/capacity")
     parser.add_argument("--model", default="embedded")
-    parser.add_argument("--per-task", type=whole_number(0), default=2, help="sessions per task type (0: all)")
+    parser.add_argument("--per-task", type=whole_number(0), default=3,
+                        help="sessions per task type (0: all; 3 gives the p95 onset at least 30 onsets)")
     parser.add_argument("--decoders", default="ar,speclisten,speclisten_stream", help="AR first: the ratios are to it")
     parser.add_argument("--batching", default="false,true", help="false, true or both (concurrency.batching)")
     parser.add_argument("--batch-encodings", default="false,true",

@@ -142,7 +142,7 @@ RULES: dict[str, Rule] = {
              why="N = 8 needs 8 sessions"),
     "python scripts/bench_capacity.py --out results/capacity":
         Rule(LIMIT, f"--per-task 1 --decoders ar,speclisten --batching false --limit 2 {TWO_SESSIONS}",
-             why="about 20 minutes for the whole search"),
+             why="about 30 minutes for the whole search"),
     # docs/scale.md
     "python -m ticktock.run -m decoder=ar,speclisten hydra/launcher=joblib hydra.launcher.n_jobs=2":
         Rule(LIMIT, ONE_SESSION),
