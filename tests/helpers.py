@@ -66,3 +66,19 @@ class ConstantToolExecutor:
 
     def respond(self, call):
         return '{"status": "shipped"}'
+
+
+def table_rows(text: str, header_start: str) -> list[list[str]]:
+    """The body rows of the Markdown table whose header line starts with ``header_start``, as lists of cells.
+
+    >>> table_rows("| a | b |\\n|---|---|\\n| 1 | 2 |\\n\\nafter", "| a")
+    [['1', '2']]
+    """
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows

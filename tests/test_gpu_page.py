@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import table_rows
 from test_docs_commands import COMPOSE, ENV, RULES, RUN, code_blocks, shown_commands, without_comment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,22 +30,6 @@ NO_GPU = {**{k: v for k, v in os.environ.items() if not k.startswith("TICKTOCK_"
 
 def page_text() -> str:
     return PAGE.read_text(encoding="utf-8")
-
-
-def table_rows(text: str, header_start: str) -> list[list[str]]:
-    """The body rows of the Markdown table whose header line starts with ``header_start``, as lists of cells.
-
-    >>> table_rows("| a | b |\\n|---|---|\\n| 1 | 2 |\\n\\nafter", "| a")
-    [['1', '2']]
-    """
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows
 
 
 def numbers(cell: str) -> list[float]:

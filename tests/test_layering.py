@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers import table_rows
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ticktock"
 LAYOUT = ROOT / "docs" / "layout.md"
@@ -93,14 +95,7 @@ def package_of(module: str) -> str:
 
 def markdown_table(header: str) -> list[list[str]]:
     """The rows (cells) of the table in docs/layout.md whose header row is ``header``."""
-    lines = LAYOUT.read_text(encoding="utf-8").splitlines()
-    start = lines.index(header)
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows
+    return table_rows(LAYOUT.read_text(encoding="utf-8"), header)
 
 
 def names(cell: str) -> list[str]:

@@ -18,3 +18,18 @@ def serving(*overrides: str):
     server = Server(ServedModel(cfg), ServeOptions.parse(cfg.serve))
     with serving_in_thread(server, "test") as port:
         yield server, f"ws://127.0.0.1:{port}"
+
+
+async def events_until_closed(connection, stream) -> list:
+    """Run the coroutine ``stream()`` (the client sending) while collecting every server event of an OpenAI SDK
+    realtime ``connection`` until ``session.closed``; the events, in order."""
+    import asyncio
+
+    received = []
+    sending = asyncio.ensure_future(stream())
+    async for event in connection:
+        received.append(event)
+        if event.type == "session.closed":
+            break
+    await sending
+    return received

@@ -14,7 +14,7 @@ from ticktock.replay.resources import resource_path
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 
-from served import serving
+from served import events_until_closed, serving
 
 SECONDS = 8  # llama_questions-eval-0-0008 speaks in units 3 to 6
 
@@ -24,7 +24,6 @@ async def hold_session(port: int, samples: np.ndarray, instructions: str) -> lis
 
     client = AsyncOpenAI(api_key="not-needed", base_url=f"http://127.0.0.1:{port}/v1",
                          websocket_base_url=f"ws://127.0.0.1:{port}/v1")
-    received = []
     async with client.realtime.connect(model="embedded", extra_query={"duplex": "1"}) as connection:
         await connection.session.update(session={"type": "realtime", "instructions": instructions,
                                                  "output_modalities": ["audio"]})
@@ -37,13 +36,7 @@ async def hold_session(port: int, samples: np.ndarray, instructions: str) -> lis
                 await connection.input_audio_buffer.append(audio=base64.b64encode(pcm[start: start + 3200]).decode())
             await connection.input_audio_buffer.commit()
 
-        sending = asyncio.ensure_future(stream())
-        async for event in connection:
-            received.append(event)
-            if event.type == "session.closed":
-                break
-        await sending
-    return received
+        return await events_until_closed(connection, stream)
 
 
 def test_the_sdk_streams_audio_and_receives_the_reply_as_text_and_audio_deltas():

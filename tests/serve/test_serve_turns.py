@@ -21,7 +21,7 @@ from ticktock.replay.resources import resource_path
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 
-from served import serving
+from served import events_until_closed, serving
 
 SECONDS = 8  # llama_questions-eval-0-0008 asks at 1.1-2.8 s and the model speaks in units 3 to 6
 PIECE_BYTES = 3200  # 100 ms of PCM16 at 16 kHz
@@ -65,7 +65,6 @@ async def hold_turns_with_the_sdk(port: int, pcm: bytes, turn_ends: list[float])
 
     client = AsyncOpenAI(api_key="not-needed", base_url=f"http://127.0.0.1:{port}/v1",
                          websocket_base_url=f"ws://127.0.0.1:{port}/v1")
-    received = []
     async with client.realtime.connect(model="embedded") as connection:
         await connection.session.update(session={"type": "realtime", "output_modalities": ["audio"]})
         await connection.input_audio_buffer.clear()  # a turn-based client clears before its first turn
@@ -82,13 +81,7 @@ async def hold_turns_with_the_sdk(port: int, pcm: bytes, turn_ends: list[float])
                     await connection.response.create()
             await connection.send({"type": "session.close"})
 
-        sending = asyncio.ensure_future(stream())
-        async for event in connection:
-            received.append(event)
-            if event.type == "session.closed":
-                break
-        await sending
-    return received
+        return await events_until_closed(connection, stream)
 
 
 def test_the_sdk_holds_a_turn_based_session_committing_turns_and_hearing_one_response(port, session, pcm):

@@ -142,8 +142,7 @@ class CostProfile:
                                    "encode_first_ms": self.encode_first_ms,
                                    "encode_batch_sizes": self.encode_batch_sizes,
                                    "encode_batch_factor": self.encode_batch_factor, "sources": self.sources,
-                                   "talkers": {name: {} for name in self.talkers or {}} or None},
-                                  talkers_checked=True)
+                                   "talkers": self.talkers}, talkers_checked=True)
         if problem:
             raise ProfileError(f"profile {self.name}: field '{dotted(problem[0])}': {problem[1]}")
 

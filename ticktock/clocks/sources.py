@@ -113,19 +113,34 @@ def unsourced(block, present: set[str]) -> list[str]:
 
 
 def summary(block) -> str:
-    """The sources in one line: the fields grouped by kind (measured, published, derived, assumed); a published
-    source quotes its reference (each distinct one once), the other kinds only name their fields (their texts are in
-    the profile and run.json)."""
+    """The sources in one line (the tables' provenance line): the fields grouped by kind (measured, published, derived,
+    assumed), in the profile's order (``COST_FIELDS``, then ``talkers.<name>`` by name); a published source quotes its
+    reference after its fields (each distinct one once), the other kinds only name their fields (their texts are in the
+    profile and run.json). '' when there are none (a run written before profiles named their sources); entries that
+    are not one ``{kind: text}`` are left out (run.json is checked when it is read).
+
+    >>> print(summary({"encode_first_ms": {"published": "PR 6117"}, "forward_ms": {"derived": "fitted"},
+    ...                "encode_ms": {"published": "PR 6117"}, "encode_fixed_ms": {"assumed": "why"},
+    ...                "talkers.espeak": {"measured": "ticktock calibrate"}}))
+    measured talkers.espeak; published encode_ms, encode_first_ms (PR 6117); derived forward_ms; assumed encode_fixed_ms
+    >>> summary(None), summary({})
+    ('', '')
+    """
+    if not isinstance(block, dict):
+        return ""
+    by_kind: dict[str, dict[str, list[str]]] = {}  # kind -> text -> fields
+    order = {name: i for i, name in enumerate(COST_FIELDS)}
+    for name, source in sorted(block.items(), key=lambda item: (order.get(item[0], len(order)), str(item[0]))):
+        if isinstance(source, dict) and len(source) == 1:
+            (kind, text), = source.items()
+            by_kind.setdefault(kind, {}).setdefault(str(text), []).append(str(name))
     parts = []
-    for kind in KINDS:
-        fields = [f for f, entry in (block or {}).items() if kind in entry]
-        if not fields:
-            continue
-        part = f"{kind} {', '.join(fields)}"
+    for kind in [k for k in KINDS if k in by_kind] + sorted(set(by_kind) - set(KINDS)):
         if kind == "published":
-            references = list(dict.fromkeys(block[f][kind] for f in fields))
-            part += f" ({'; '.join(references)})"
-        parts.append(part)
+            groups = [f"{', '.join(fields)} ({text})" for text, fields in by_kind[kind].items()]
+        else:
+            groups = [", ".join(name for fields in by_kind[kind].values() for name in fields)]
+        parts.append(f"{kind} {', '.join(groups)}")
     return "; ".join(parts)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ticktock.clocks.sources import summary as sources_summary
 from ticktock.tables.load import Results, Setup
 
 MISSING = "–"
@@ -178,47 +179,10 @@ def describe_clock(meta: dict, setup: Setup) -> str:
     if clock.get("profile"):
         provenance = clock.get("profile_provenance") or "no provenance recorded"
         scaled = encode_scale_note(setup)
-        sources = describe_sources(clock.get("profile_sources"))
+        sources = sources_summary(clock.get("profile_sources"))
         return (f"clock {clock_label(setup)}: modeled from cost profile {clock['profile']} for device {setup.device}"
                 f"{scaled}; provenance: {provenance}" + (f"; sources: {sources}" if sources else ""))
     return f"clock {clock_label(setup)}: measured on device {setup.device}"
-
-
-SOURCE_ORDER = ("measured", "published", "derived", "assumed")  # run.json clock.profile_sources kinds, as summarised
-SOURCED_ORDER = ("forward_ms", "encode_ms", "encode_fixed_ms", "encode_first_ms", "batch_factor",
-                 "encode_batch_factor")  # a cost profile's fields in the order the summary names them (talkers after)
-
-
-def describe_sources(sources) -> str:
-    """A cost profile's per-field provenance (run.json ``clock.profile_sources``: field -> ``{kind: text}``) in
-    brief: the fields grouped by kind (measured, published, derived, assumed), in the profile's order
-    (``SOURCED_ORDER``, then ``talkers.<name>`` by name), each published reference quoted once after its fields (the
-    other kinds' texts, commands and derivations, are in run.json and the profile); '' when the run recorded none (a
-    run written before profiles named their sources).
-
-    >>> print(describe_sources({"encode_first_ms": {"published": "PR 6117"}, "forward_ms": {"derived": "fitted"},
-    ...                         "encode_ms": {"published": "PR 6117"}, "encode_fixed_ms": {"assumed": "why"},
-    ...                         "talkers.espeak": {"measured": "ticktock calibrate"}}))
-    measured talkers.espeak; published encode_ms, encode_first_ms (PR 6117); derived forward_ms; assumed encode_fixed_ms
-    >>> describe_sources(None), describe_sources({})
-    ('', '')
-    """
-    if not isinstance(sources, dict):
-        return ""
-    by_kind: dict[str, dict[str, list[str]]] = {}  # kind -> text -> fields
-    order = {name: i for i, name in enumerate(SOURCED_ORDER)}
-    for name, source in sorted(sources.items(), key=lambda item: (order.get(item[0], len(order)), str(item[0]))):
-        if isinstance(source, dict) and len(source) == 1:
-            (kind, text), = source.items()
-            by_kind.setdefault(kind, {}).setdefault(str(text), []).append(str(name))
-    parts = []
-    for kind in [k for k in SOURCE_ORDER if k in by_kind] + sorted(set(by_kind) - set(SOURCE_ORDER)):
-        if kind == "published":
-            groups = [f"{', '.join(fields)} ({text})" for text, fields in by_kind[kind].items()]
-        else:
-            groups = [", ".join(name for fields in by_kind[kind].values() for name in fields)]
-        parts.append(f"{kind} {', '.join(groups)}")
-    return "; ".join(parts)
 
 
 def encode_scale_note(setup: Setup) -> str:
