@@ -19,13 +19,18 @@ launches any, and a job that fails does not stop the others (``ticktock.replay.s
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import traceback
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import hydra
 from omegaconf import DictConfig
 
+from ticktock.endpoints.endpoint import SECRET_QUERY_KEYS, redacted
 from ticktock.endpoints.run import is_endpoint, run_live
 from ticktock.errors import user_errors
 from ticktock.plugins import register_selected
@@ -42,12 +47,15 @@ def main(cfg: DictConfig) -> None:
     from ticktock.replay.sweeps import expand_home, job_errors, refused_run_removed
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    with user_errors(interrupted=lambda: interrupted_note([run_dir])):  # inside Hydra: it would print a traceback
-        with job_errors(HydraConfig.get()):  # in a sweep: one line, and the other jobs go on
-            with refused_run_removed(run_dir):  # refused before writing anything: the folder Hydra made goes again
-                expand_home(cfg)  # '~/...' paths (a sweep's jobs; a single run's were expanded before it started)
-                replay = run_live if is_endpoint(cfg) else run  # a live endpoint (model=endpoint), or a model in process
-                print(replay(cfg, run_dir).line())
+    with secrets_kept_out(config_secrets(cfg)), bugs_reported():  # never Hydra's echo of the raw overrides
+        with user_errors(interrupted=lambda: interrupted_note([run_dir])):  # inside Hydra: it would print a traceback
+            with job_errors(HydraConfig.get()):  # in a sweep: one line, and the other jobs go on
+                with refused_run_removed(run_dir):  # refused before writing anything: the folder Hydra made goes
+                    expand_home(cfg)  # '~/...' paths (a sweep's jobs; a single run's were expanded before it started)
+                    replay = run_live if is_endpoint(cfg) else run  # a live endpoint (model=endpoint), or in process
+                    summary = replay(cfg, run_dir)
+                print(summary.line())
+                summary.check_finished()  # exit 6 when a session failed or ended early (its line said so)
 
 
 HYDRA_FLAGS_WITHOUT_CHECK = ("-h", "--help", "--hydra-help", "--info", "-i", "-c", "--cfg", "-p", "--package", "-sc",
@@ -66,6 +74,7 @@ def check_composition(argv: list[str]) -> None:
 
     for override in argv:
         check_home(override)
+        check_grammar(override)
     if any(arg.split("=", 1)[0] in HYDRA_FLAGS_WITHOUT_CHECK for arg in argv):
         return
     from hydra import compose, initialize_config_dir
@@ -104,8 +113,142 @@ def check_home(override: str) -> None:
                       f"key=): quote it, '{key}=\"{value}\"' (TickTock expands ~ in a quoted path){home}")
 
 
+
+def check_grammar(override: str) -> None:
+    """Refuse, in one line naming its key and saying how to quote it, an override that Hydra's override grammar cannot
+    parse: a value holding ``=`` or ``&`` (a URL's query) must be quoted inside the override, and the shell's quotes
+    go around the whole override. A URL's credentials are shown as ``***`` (``redacted``).
+
+    >>> check_grammar("model.url=ws://h/v1/realtime"), check_grammar("model.url='ws://h/v1/realtime?duplex=1&model=m'")
+    (None, None)
+    >>> check_grammar("model.url=ws://h/v1/realtime?duplex=1&model=m")
+    Traceback (most recent call last):
+    ...
+    ticktock.errors.ConfigError: model.url: Hydra's override grammar takes '=' and '&' in a value only inside quotes: quote the value inside the override, "model.url='ws://h/v1/realtime?duplex=1&model=m'" (the outer quotes are the shell's)
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from ticktock.errors import ConfigError, one_line
+
+    key, equals, value = override.partition("=")
+    if not equals or key.startswith("-"):
+        return
+    try:
+        OverridesParser.create().parse_overrides([override])
+    except HydraException as err:
+        shown = redacted(value) if "://" in value else value
+        special = " and ".join(f"'{char}'" for char in "=&" if char in value)
+        what = f"takes {special} in a value only inside quotes" if special else f"cannot parse it ({one_line(err)})"
+        inner = f"{key}=\"{shown}\"" if "'" in value else f"{key}='{shown}'"
+        outer = f"'{inner}'" if "'" in value else f'"{inner}"'
+        raise ConfigError(f"{key}: Hydra's override grammar {what}: quote the value inside the override, {outer} "
+                          f"(the outer quotes are the shell's)") from None
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets a URL carries: its ``user:password@`` part, the password alone, and the values of its secret-looking
+    query keys (``ticktock.endpoints.endpoint.SECRET_QUERY_KEYS``), raw and percent-decoded.
+
+    >>> sorted(url_secrets("wss://me:s3cret@h/v1?model=m&api_key=a%2Bb"))
+    ['a%2Bb', 'a+b', 'me:s3cret', 's3cret']
+    >>> url_secrets("ws://127.0.0.1:8099/v1/realtime?duplex=1")
+    []
+    """
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = set()
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        found |= {userinfo, unquote(userinfo)}
+        if parts.password:
+            found |= {parts.password, unquote(parts.password)}
+    for raw_key, raw_value in (pair.partition("=")[::2] for pair in parts.query.split("&")):
+        if raw_value and SECRET_QUERY_KEYS.search(raw_key):
+            found |= {raw_value, dict(parse_qsl(f"v={raw_value}")).get("v", raw_value)}
+    return sorted(found - {""})
+
+
+def override_secrets(argv: list[str]) -> list[str]:
+    """The secrets the command line names: those of every value that is a URL (``url_secrets``), and the value of every
+    environment variable a ``...token_env=NAME`` override names."""
+    found = []
+    for override in argv:
+        key, _, value = override.partition("=")
+        value = value.strip("'\"")
+        found += url_secrets(value) if "://" in value else []
+        if key.endswith("token_env") and os.environ.get(value):
+            found.append(os.environ[value])
+    return found
+
+
+def config_secrets(cfg: DictConfig) -> list[str]:
+    """The secrets of the run's endpoint, wherever they were set (the command line, a config file): the URL's
+    (``url_secrets``) and the value of the variable ``model.token_env`` names."""
+    model = cfg.get("model") or {}
+    url, token_env = model.get("url"), model.get("token_env")
+    found = url_secrets(url) if isinstance(url, str) else []
+    if isinstance(token_env, str) and os.environ.get(token_env):
+        found.append(os.environ[token_env])
+    return found
+
+
+class Redacting:
+    """A text stream that writes through to ``stream`` with every secret replaced by ``***`` (longest first).
+
+    >>> import io; out = io.StringIO(); Redacting(out, ["s3cret"]).write("token s3cret!"); out.getvalue()
+    13
+    'token ***!'
+    """
+
+    def __init__(self, stream, secrets: list[str]):
+        self.stream, self.secrets = stream, sorted(set(secrets) - {""}, key=len, reverse=True)
+
+    def write(self, text: str) -> int:
+        shown = text
+        for secret in self.secrets:
+            shown = shown.replace(secret, "***")
+        self.stream.write(shown)
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+@contextmanager
+def secrets_kept_out(secrets: list[str]) -> Iterator[None]:
+    """While inside: whatever is printed to stdout or stderr (an error line, Hydra's own report, a traceback, a
+    printed config) shows every secret of ``secrets`` as ``***``."""
+    if not secrets:
+        yield
+        return
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Redacting(sys.stdout, secrets), Redacting(sys.stderr, secrets)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+@contextmanager
+def bugs_reported() -> Iterator[None]:
+    """Around the job: an exception that escapes (a bug, or any error under ``TICKTOCK_DEBUG=1``) is printed with its
+    traceback here, through the redacting streams, and exits (1, or the error's code), instead of reaching Hydra,
+    which would print ``Error executing job with overrides: [...]`` with the raw overrides (a URL's password)."""
+    try:
+        yield
+    except Exception as err:
+        traceback.print_exc(file=sys.stderr)
+        sys.stderr.flush()
+        raise SystemExit(getattr(err, "exit_code", 1)) from None
+
 if __name__ == "__main__":
-    with user_errors():  # Ctrl-C while Hydra starts up; plug-ins selected by name (ticktock.plugins), before Hydra
-        register_selected(sys.argv[1:])
-        check_composition(sys.argv[1:])
-        main()
+    with secrets_kept_out(override_secrets(sys.argv[1:])):  # no URL password or token value in anything printed
+        with user_errors():  # Ctrl-C while Hydra starts up; plug-ins selected by name (ticktock.plugins), before Hydra
+            register_selected(sys.argv[1:])
+            check_composition(sys.argv[1:])
+            main()

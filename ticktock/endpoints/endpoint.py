@@ -90,7 +90,17 @@ class Endpoint:
     name: str = "endpoint"
 
     def check(self) -> None:
-        """Every option, each in one ``EndpointOptionError`` line naming it; the token variable must be set."""
+        """Every option, each in one ``EndpointOptionError`` line naming it; the token variable must be set, and a
+        URL carrying ``user:password@`` is refused with a token (one or the other authenticates), its secrets shown
+        as ``***``:
+
+        >>> import os; os.environ["DOC_TOKEN"] = "t0k3n"
+        >>> Endpoint(url="ws://me:s3cret@127.0.0.1:9/v1/realtime", token_env="DOC_TOKEN").check()
+        Traceback (most recent call last):
+        ...
+        ticktock.endpoints.endpoint.EndpointOptionError: model.url: holds credentials ('ws://***@127.0.0.1:9/v1/realtime') and model.token_env names a bearer token too: the server gets one or the other; remove the user:password@ part of the URL, or model.token_env
+        >>> del os.environ["DOC_TOKEN"]
+        """
         parts = urlsplit(str(self.url)) if isinstance(self.url, str) else None
         if parts is None or parts.scheme not in ("ws", "wss") or not parts.hostname:
             raise EndpointOptionError(f"model.url: must be a ws:// or wss:// URL, got {redacted(str(self.url))!r}")
@@ -117,6 +127,10 @@ class Endpoint:
             if not os.environ.get(self.token_env):
                 raise EndpointOptionError(f"model.token_env: the environment variable {self.token_env} is not set or "
                                           "empty (export it with the server's bearer token)")
+            if parts.username is not None or parts.password is not None:
+                raise EndpointOptionError(f"model.url: holds credentials ({redacted(self.url)!r}) and model.token_env "
+                                          f"names a bearer token too: the server gets one or the other; remove the "
+                                          f"user:password@ part of the URL, or model.token_env")
 
     @property
     def host(self) -> str:
