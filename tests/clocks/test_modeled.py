@@ -166,3 +166,36 @@ def test_the_run_config_sets_encode_scale_and_checks_it_before_any_work():
     assert build(cfg.clock).describe()["encode_scale"] == 0.25
     with pytest.raises(ProfileError, match=r"clock\.encode_scale: must be a finite number > 0 and <= 100 .*got 0$"):
         check_run_options(compose_run("ar", "fixture", None, ["clock.encode_scale=0"]))
+
+
+HUGE = "1" + "0" * 400  # a float() of it raised OverflowError before any check
+LONGEST = "1" + "0" * 5000  # more digits than Python converts from text: YAML's int() raised ValueError
+COST_RANGE = r"must be a finite number of milliseconds from 0 to 3600000"
+
+
+@pytest.mark.parametrize("digits", [HUGE, LONGEST])
+@pytest.mark.parametrize("old, new, message", [
+    ("- [3.0, 4.0]", "- [3.0, {n}]", r"p.yaml:7: field 'forward_ms\[1\]\[1\]': " + COST_RANGE),
+    ("encode_ms: 5.0", "encode_ms: {n}", r"p.yaml:2: field 'encode_ms': " + COST_RANGE),
+    ("encode_ms: 5.0", "encode_ms: 5.0\nencode_fixed_ms: {n}", r"p.yaml:3: field 'encode_fixed_ms': must be null or a number from 0 to encode_ms"),
+    ("encode_ms: 5.0", "encode_ms: 5.0\nencode_first_ms: {n}", r"p.yaml:3: field 'encode_first_ms': must be null or a finite number"),
+    ("query_tokens: [1, 4]", "query_tokens: [1, {n}]", r"p.yaml:3: field 'query_tokens\[1\]': must be an integer from 1 to 100000000"),
+    ("name: x", "name: x\nbatch_sizes: [1, 2]\nbatch_factor: [1.0, {n}]", r"p.yaml:3: field 'batch_factor\[1\]': must be a number > 0 and <= 100"),
+    ("name: x", "name: x\nbatch_sizes: [1, {n}]\nbatch_factor: [1.0, 1.0]", r"p.yaml:2: field 'batch_sizes\[1\]': must be an integer from 1 to 100000000"),
+    ("name: x", "name: x\nencode_batch_sizes: [1, 2]\nencode_batch_factor: [1.0, {n}]", r"p.yaml:3: field 'encode_batch_factor\[1\]': must be a number from 1 to 100"),
+    ("name: x", "name: x\ntalkers:\n  espeak: {{first_packet_ms: {n}, ms_per_audio_s: 1.0}}", r"p.yaml:3: field 'talkers\.espeak\.first_packet_ms': " + COST_RANGE),
+    ("name: x", "name: x\ntalkers:\n  espeak: {{first_packet_ms: 1.0, ms_per_audio_s: {n}}}", r"p.yaml:3: field 'talkers\.espeak\.ms_per_audio_s': " + COST_RANGE),
+])
+def test_a_huge_integer_in_any_numeric_field_is_the_one_line_profile_error(tmp_path, digits, old, new, message):
+    path = tmp_path / "p.yaml"
+    path.write_text(GOOD.replace(old, new.format(n=digits)))
+    with pytest.raises(ProfileError, match=message) as refused:
+        CostProfile.load(path)
+    assert len(str(refused.value)) < 400 and "\n" not in str(refused.value)
+    if digits is LONGEST:
+        assert str(refused.value).endswith("got an integer of 5001 digits")
+
+
+def test_a_huge_integer_encode_scale_is_out_of_range_not_an_overflow():
+    with pytest.raises(ConfigError, match=r"^clock\.encode_scale: must be a finite number > 0 and <= 100 "):
+        ModeledClock(CostProfile.constant(10.0), encode_scale=10 ** 400)

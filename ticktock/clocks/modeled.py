@@ -558,8 +558,14 @@ def _axis_problem(values, least: int) -> tuple[tuple, str] | None:
 
 
 def _is_cost(value) -> bool:
-    return (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
-            and 0 <= value <= MAX_COST_MS)
+    """Whether ``value`` is a cost: a number (not a boolean) from 0 to ``MAX_COST_MS``, compared before anything
+    converts it to a float (an integer of 400 digits is out of range, not an ``OverflowError``).
+
+    >>> _is_cost(2.5), _is_cost(10 ** 400), _is_cost(float("nan")), _is_cost(True)
+    (True, False, False, False)
+    """
+    return (not isinstance(value, bool) and isinstance(value, numbers.Real) and 0 <= value <= MAX_COST_MS
+            and math.isfinite(value))
 
 
 def dotted(keys: tuple) -> str:
@@ -588,11 +594,43 @@ def _read_yaml(path: Path):
     fast = getattr(yaml, "CSafeLoader", None)
     try:
         loader = fast or yaml.SafeLoader
-        return yaml.load(text, Loader=loader), yaml.compose(text, Loader=loader)
+        return yaml.load(text, Loader=_long_integers_kept(loader)), yaml.compose(text, Loader=loader)
     except RecursionError:  # the pure-Python parser, nested too deeply
         raise ProfileError(f"{path}: not a cost profile (nested too deeply)") from None
     except yaml.YAMLError as err:
         raise ProfileError(_yaml_problem(path, err if fast is None else _described(text, err))) from None
+
+
+class LongInteger:
+    """An integer written with more digits than Python converts from text (``sys.get_int_max_str_digits``), kept as
+    its text so that the field's own check refuses it, naming the file, line and field, instead of a ``ValueError``.
+
+    >>> LongInteger("1" + "0" * 5000)
+    an integer of 5001 digits
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"an integer of {len(self.text.lstrip('+-'))} digits"
+
+    __str__ = __repr__
+
+
+def _long_integers_kept(loader: type) -> type:
+    """``loader`` with integers too long to convert read as ``LongInteger``."""
+    import yaml
+
+    def integer(self, node):
+        try:
+            return yaml.constructor.SafeConstructor.construct_yaml_int(self, node)
+        except ValueError:
+            return LongInteger(str(node.value))
+
+    kept = type(f"LongIntegers{loader.__name__}", (loader,), {})
+    kept.add_constructor("tag:yaml.org,2002:int", integer)
+    return kept
 
 
 def _described(text: str, err: Exception) -> Exception:
@@ -751,8 +789,8 @@ def encode_scale_problem(value) -> str | None:
     >>> encode_scale_problem("half")
     "must be a finite number > 0 and <= 100 (the factor on the cost profile's audio-encoding costs; 1: as profiled), got 'half'"
     """
-    if (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
-            and 0 < value <= MAX_ENCODE_SCALE):
+    if (not isinstance(value, bool) and isinstance(value, numbers.Real) and 0 < value <= MAX_ENCODE_SCALE
+            and math.isfinite(value)):  # compared first: a huge integer is out of range, not an OverflowError
         return None
     return (f"must be a finite number > 0 and <= {MAX_ENCODE_SCALE:g} (the factor on the cost profile's "
             f"audio-encoding costs; 1: as profiled), got {shown(value)}")

@@ -11,7 +11,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from ticktock.errors import ConfigError
+from ticktock.errors import ConfigError, shown
 
 
 class TalkerCostError(ConfigError):
@@ -94,9 +94,9 @@ def cost_problem(data) -> tuple[str, str] | None:
         if key not in data:
             return key, "missing"
         value = data[key]
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
-                or not 0 <= value <= MAX_TALKER_MS:
-            return key, f"must be a finite number of milliseconds from 0 to {MAX_TALKER_MS:.0f}, got {value!r}"
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= MAX_TALKER_MS \
+                or not math.isfinite(value):  # compared first: a huge integer is out of range, not an OverflowError
+            return key, f"must be a finite number of milliseconds from 0 to {MAX_TALKER_MS:.0f}, got {shown(value)}"
     if not isinstance(data.get("streams", False), bool):
         return "streams", f"must be true or false, got {data['streams']!r}"
     for key in ("device", "provenance"):
