@@ -57,7 +57,7 @@ import sys
 import statistics
 import time
 import unicodedata
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
@@ -66,7 +66,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from ticktock.adapters.base import AdapterState
-from ticktock.clocks.modeled import CostProfile
+from ticktock.clocks.modeled import MAX_BATCH_FACTOR, CostProfile
 from ticktock.errors import ConfigError, RunFolderError, shown
 from ticktock.replay.resources import register_resolver, resource_path
 from ticktock.replay.runner import build, check_device, device_settings, environment
@@ -75,17 +75,18 @@ from ticktock.results.atomic import atomic_write
 register_resolver()
 
 
-def timed(adapter, work, warmup: int, repeats: int) -> float:
-    """Median wall milliseconds of ``work()``, rolling the adapter (or each adapter of a list) back after each call."""
+def timed(adapter, work, warmup: int, repeats: int, timer=time.perf_counter) -> float:
+    """Median milliseconds of ``work()`` on ``timer`` (seconds; the wall clock unless a test gives a fixed one),
+    rolling the adapter (or each adapter of a list) back after each call."""
     adapters = list(adapter) if isinstance(adapter, (list, tuple)) else [adapter]
     samples = []
     for i in range(warmup + repeats):
         states = [a.snapshot() for a in adapters]
         adapters[0].synchronize()
-        start = time.perf_counter()
+        start = timer()
         work()
         adapters[0].synchronize()
-        elapsed = (time.perf_counter() - start) * 1000.0
+        elapsed = (timer() - start) * 1000.0
         for a, state in zip(adapters, states):
             a.restore(state)
         if i >= warmup:
@@ -99,7 +100,8 @@ def fill_cache(adapter, length: int, rng: np.random.Generator) -> None:
         adapter.forward([rng.integers(0, adapter.vocab_size, n).tolist()], logits_from=n)
 
 
-def measure(adapter, queries, contexts, warmup: int, repeats: int) -> tuple[list[list[float]], float]:
+def measure(adapter, queries, contexts, warmup: int, repeats: int,
+            timer=time.perf_counter) -> tuple[list[list[float]], float]:
     """Forward milliseconds [query][context] and the audio encoding milliseconds of one chunk."""
     rng = np.random.default_rng(0)
     adapter.start_session(None, [])
@@ -109,13 +111,14 @@ def measure(adapter, queries, contexts, warmup: int, repeats: int) -> tuple[list
         fill_cache(adapter, context, rng)
         for i, q in enumerate(queries):
             ids = rng.integers(0, adapter.vocab_size, q).tolist()
-            table[i][j] = timed(adapter, lambda: adapter.forward([ids]), warmup, repeats)
+            table[i][j] = timed(adapter, lambda: adapter.forward([ids]), warmup, repeats, timer)
     audio = rng.normal(0, 0.1, 16_000).astype(np.float32)
-    encode = timed(adapter, lambda: adapter.encode_audio(audio), warmup, repeats)
+    encode = timed(adapter, lambda: adapter.encode_audio(audio), warmup, repeats, timer)
     return table, encode
 
 
-def measure_encode_fixed(adapter, encode_ms: float, warmup: int, repeats: int) -> float | None:
+def measure_encode_fixed(adapter, encode_ms: float, warmup: int, repeats: int,
+                         timer=time.perf_counter) -> float | None:
     """The part of an audio encoding that does not scale with its audio (``encode_fixed_ms``), from the time of
     encoding one causal step (e.g. 100 ms) against a whole chunk: fixed + (whole - fixed) f = step time; None for a
     front-end that encodes whole chunks only (``causal_granularity_ms`` None: early prefill never encodes pieces)."""
@@ -124,11 +127,11 @@ def measure_encode_fixed(adapter, encode_ms: float, warmup: int, repeats: int) -
         return None
     fraction = step / 1000.0
     piece = np.random.default_rng(2).normal(0, 0.1, 16 * step).astype(np.float32)
-    piece_ms = timed(adapter, lambda: adapter.encode_audio(piece), warmup, repeats)
+    piece_ms = timed(adapter, lambda: adapter.encode_audio(piece), warmup, repeats, timer)
     return min(encode_ms, max(0.0, (piece_ms - fraction * encode_ms) / (1.0 - fraction)))
 
 
-def measure_batches(adapter, sizes, context: int, warmup: int, repeats: int) -> list[float]:
+def measure_batches(adapter, sizes, context: int, warmup: int, repeats: int, timer=time.perf_counter) -> list[float]:
     """Milliseconds of one batched step (``forward_many``) of B one-token forwards, for each B in ``sizes``:
     B replicas of ``adapter``, each with its cache filled to ``context`` tokens, rolled back after each step."""
     rng = np.random.default_rng(1)
@@ -143,11 +146,11 @@ def measure_batches(adapter, sizes, context: int, warmup: int, repeats: int) -> 
     for size in sizes:
         group = replicas[:size]
         calls = [(r, [[int(t)]], None, 0) for r, t in zip(group, rng.integers(0, adapter.vocab_size, size))]
-        costs.append(timed(group, lambda: adapter.forward_many(calls), warmup, repeats))
+        costs.append(timed(group, lambda: adapter.forward_many(calls), warmup, repeats, timer))
     return costs
 
 
-def measure_encode_batches(adapter, sizes, warmup: int, repeats: int) -> list[float]:
+def measure_encode_batches(adapter, sizes, warmup: int, repeats: int, timer=time.perf_counter) -> list[float]:
     """Milliseconds of one batched audio encoding step (``encode_many``) of B sessions, for each B in ``sizes``:
     B replicas of ``adapter`` (started sessions), each given a 1 s chunk of its own audio (noise at a level of its
     own), timed as ``timed`` times a forward (device-synchronised, the median of ``repeats`` after ``warmup``, every
@@ -167,33 +170,50 @@ def measure_encode_batches(adapter, sizes, warmup: int, repeats: int) -> list[fl
     costs = []
     for size in sizes:
         calls = [(replica, chunk, False) for replica, chunk in zip(replicas[:size], chunks)]
-        costs.append(timed(replicas[:size], lambda: adapter.encode_many(calls), warmup, repeats))
+        costs.append(timed(replicas[:size], lambda: adapter.encode_many(calls), warmup, repeats, timer))
     return costs
 
 
 def encode_batch_factors(sizes, costs) -> tuple[list[float], list[str | None]]:
     """factor(B) = measured(B) / measured(1), and for each B a note where the measured factor was not written: one
     below 1 (below one encoding) or below a smaller batch's is measurement noise at this resolution, and the running
-    maximum (at least 1) is written instead (a profile's factors are non-decreasing, from 1.0).
+    maximum (at least 1) is written instead (a profile's factors are non-decreasing, from 1.0); one above
+    ``MAX_BATCH_FACTOR`` was timed while other work slowed the machine (``busy_note``), and the limit is written.
 
     >>> encode_batch_factors([1, 2, 4, 8], [4.0, 4.4, 4.2, 6.0])
     ([1.0, 1.1, 1.1, 1.5], [None, None, "measured 1.050, below B=2's 1.100: noise at this resolution, the running maximum written", None])
     >>> encode_batch_factors([1, 2], [4.0, 3.9])[1]
     [None, 'measured 0.975, below one encoding: noise at this resolution, 1.0 written']
+    >>> encode_batch_factors([1, 2, 4, 8], [1.0, 1.2, 1.5, 160.7])[0]
+    [1.0, 1.2, 1.5, 100.0]
     """
     factors, notes, top, highest = [], [], 1.0, 0  # the running maximum, and the batch size it was measured at
     for i, cost in enumerate(costs):
         raw = 1.0 if i == 0 else cost / max(costs[0], 1e-9)
-        if raw >= top:
-            top, highest = raw, i
+        if raw > MAX_BATCH_FACTOR:
+            notes.append(busy_note(raw))
+        elif raw >= top:
             notes.append(None)
         elif highest == 0:
             notes.append(f"measured {raw:.3f}, below one encoding: noise at this resolution, 1.0 written")
         else:
             notes.append(f"measured {raw:.3f}, below B={sizes[highest]}'s {top:.3f}: noise at this resolution, the "
                          "running maximum written")
-        factors.append(round(top, 6))
+        if raw >= top:
+            top, highest = raw, i
+        factors.append(round(min(top, MAX_BATCH_FACTOR), 6))
     return factors, notes
+
+
+def busy_note(raw: float) -> str:
+    """The note of a batch factor measured above ``MAX_BATCH_FACTOR`` (a batch of a few costing over 100 of its
+    smallest is no model's cost: other work slowed that step), which is written at the limit instead.
+
+    >>> busy_note(160.7)
+    'measured 160.700, above 100, the largest factor a profile takes: the machine was too busy to time this batch, 100 written; rerun calibrate on an idle machine'
+    """
+    return (f"measured {raw:.3f}, above {MAX_BATCH_FACTOR:g}, the largest factor a profile takes: the machine was too "
+            f"busy to time this batch, {MAX_BATCH_FACTOR:g} written; rerun calibrate on an idle machine")
 
 
 def encode_batch_line(sizes, costs, factors, notes) -> str:
@@ -207,11 +227,19 @@ def encode_batch_line(sizes, costs, factors, notes) -> str:
     return "encode batches: " + ", ".join(parts)
 
 
-def batch_factors(profile: CostProfile, sizes, context: int, costs) -> list[float]:
+def batch_factors(profile: CostProfile, sizes, context: int, costs) -> tuple[list[float], list[str | None]]:
     """factor(B) = measured(B) / the profile's batch model for B one-token forwards at ``context``
-    (``CostProfile.batch_forward_ms``: forward_ms(B, B x context), at least one forward's cost); 1.0 at B = 1."""
-    return [1.0 if size == 1 else cost / max(profile.forward_ms(size, size * context), profile.forward_ms(1, context), 1e-6)
-            for size, cost in zip(sizes, costs)]
+    (``CostProfile.batch_forward_ms``: forward_ms(B, B x context), at least one forward's cost); 1.0 at B = 1; and
+    for each B a note where the measured factor was not written: one above ``MAX_BATCH_FACTOR`` is written at the
+    limit (``busy_note``).
+
+    >>> p = CostProfile("p", [1, 8], [0, 64], [[2.0, 2.0], [4.0, 4.0]])
+    >>> batch_factors(p, [1, 2, 8], 64, [2.0, 3.0, 500.0])
+    ([1.0, 1.3125, 100.0], [None, None, 'measured 125.000, above 100, the largest factor a profile takes: the machine was too busy to time this batch, 100 written; rerun calibrate on an idle machine'])
+    """
+    raw = [1.0 if size == 1 else cost / max(profile.forward_ms(size, size * context), profile.forward_ms(1, context), 1e-6)
+           for size, cost in zip(sizes, costs)]
+    return [min(f, MAX_BATCH_FACTOR) for f in raw], [busy_note(f) if f > MAX_BATCH_FACTOR else None for f in raw]
 
 
 @hydra.main(version_base=None, config_path=str(resource_path("configs")), config_name="calibrate")
@@ -222,11 +250,12 @@ def main(cfg: DictConfig) -> None:
         calibrate(cfg)
 
 
-def calibrate(cfg: DictConfig) -> None:
+def calibrate(cfg: DictConfig, timer=time.perf_counter) -> None:
     """Measure the model (and a talker), write the profile (see the module docstring). Where it writes is checked
     first, before the model is built: the device (``device`` and a ``model.device`` set apart from it, checked as a
     run checks them), ``batch_sizes`` and ``encode_batch_sizes`` (``batch_sizes_problem``), then ``out``: it must not
-    exist unless ``overwrite=true``; ``talker_into`` must be a valid profile."""
+    exist unless ``overwrite=true``; ``talker_into`` must be a valid profile. ``timer`` (seconds) times every
+    measurement: the wall clock, or a fixed one in a test."""
     for key, device in device_settings(cfg):
         check_device(device, key=key)
     sizes, encode_sizes = checked_sizes(cfg, "batch_sizes"), checked_sizes(cfg, "encode_batch_sizes")
@@ -236,21 +265,94 @@ def calibrate(cfg: DictConfig) -> None:
     if cfg.get("talker_into"):
         add_talker(Path(cfg.talker_into), *talker, source=talker_source(cfg, typed_command()))
         return
-    queries, contexts = list(cfg.query_tokens), list(cfg.context_tokens)
-    table, encode = measure(adapter, queries, contexts, cfg.warmup, cfg.repeats)
+    measured = measure_all(cfg, adapter, sizes, encode_sizes, timer)
+    profile, batch_notes, encode_notes = measured_profile(cfg, measured, Measuring.of(adapter), talker, typed_command())
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(out) as tmp:
+        tmp.write_text(profile.to_yaml(), encoding="utf-8")
+    table, queries, contexts = measured.table, profile.query_tokens, profile.context_tokens
+    print(f"wrote {out}: 1-token forward {table[0][0]:.2f} ms at context {contexts[0]}, "
+          f"{queries[-1]}-token forward {table[-1][0]:.2f} ms, audio encode {measured.encode:.2f} ms ({profile.device})")
+    if talker is not None:
+        print(talker_line(*talker))
+    if profile.batch_sizes:
+        print(batch_line(measured.batch_context, profile.batch_sizes, measured.batch_costs, profile.batch_factor,
+                         batch_notes))
+    if profile.encode_batch_sizes:
+        print(encode_batch_line(profile.encode_batch_sizes, measured.encode_costs, profile.encode_batch_factor,
+                                encode_notes))
+    print(next_steps(cfg, out))
+
+
+@dataclass
+class Measured:
+    """What calibrate timed, in milliseconds: ``table`` [query][context] forwards, ``encode`` one 1 s chunk's
+    encoding, ``encode_fixed`` its fixed part (None: whole chunks only), ``batch_costs`` one batched step per
+    ``batch_sizes`` value at ``batch_context``, ``encode_costs`` one batched encoding per ``encode_batch_sizes``
+    value; ``sizes`` and ``encode_sizes`` those sizes ([]: not measured)."""
+
+    table: list[list[float]]
+    encode: float
+    encode_fixed: float | None
+    batch_context: int
+    sizes: list[int]
+    batch_costs: list[float]
+    encode_sizes: list[int]
+    encode_costs: list[float]
+
+
+def measure_all(cfg: DictConfig, adapter, sizes: list[int], encode_sizes: list[int], timer=time.perf_counter) -> Measured:
+    """Every measurement of the profile, on ``timer`` (``timed``)."""
+    queries, contexts, warmup, repeats = list(cfg.query_tokens), list(cfg.context_tokens), cfg.warmup, cfg.repeats
+    table, encode = measure(adapter, queries, contexts, warmup, repeats, timer)
     batch_context = contexts[len(contexts) // 2]
-    batch_costs = measure_batches(adapter, sizes, batch_context, cfg.warmup, cfg.repeats) if sizes else []
-    encode_costs = measure_encode_batches(adapter, encode_sizes, cfg.warmup, cfg.repeats) if encode_sizes else []
-    encode_factors, encode_notes = encode_batch_factors(encode_sizes, encode_costs)
-    env = environment(adapter)
+    batch_costs = measure_batches(adapter, sizes, batch_context, warmup, repeats, timer) if sizes else []
+    encode_costs = measure_encode_batches(adapter, encode_sizes, warmup, repeats, timer) if encode_sizes else []
+    encode_fixed = measure_encode_fixed(adapter, encode, warmup, repeats, timer)
+    return Measured(table, encode, encode_fixed, batch_context, list(sizes), batch_costs, list(encode_sizes),
+                    encode_costs)
+
+
+@dataclass
+class Measuring:
+    """What a profile says about the model and machine it was measured on: the adapter's ``describe()``, the run's
+    ``environment``, and the front-end's causal step (ms, or None)."""
+
+    described: dict
+    env: dict
+    step_ms: int | None
+
+    @staticmethod
+    def of(adapter) -> "Measuring":
+        return Measuring(adapter.describe(), environment(adapter), adapter.causal_granularity_ms)
+
+
+def measured_profile(cfg: DictConfig, measured: Measured, measuring: Measuring, talker, command: str):
+    """The profile of ``measured`` (its factors from ``batch_factors`` and ``encode_batch_factors``: a factor that load
+    pushed above the profile's limit is written at the limit, with a note), and the notes of both batch dimensions.
+
+    Example (fixed measurements: a busy machine slowed the batch of 8 encodings to 160.7 x one)::
+
+        >>> cfg = OmegaConf.create({"model": {"name": "m"}, "warmup": 1, "repeats": 2, "out": "p.yaml",
+        ...                         "query_tokens": [1, 8], "context_tokens": [0, 64]})
+        >>> measured = Measured([[2.0, 2.5], [3.0, 3.5]], 1.0, None, 64, [1, 2], [2.5, 3.0], [1, 8], [1.0, 160.7])
+        >>> env = {"cuda_device": None, "cpu": "cpu", "torch_threads": 1, "versions": {"torch": "2"}}
+        >>> profile, _, notes = measured_profile(cfg, measured, Measuring({}, env, None), None, "calibrate")
+        >>> profile.encode_batch_factor, notes[1][:26]
+        ([1.0, 100.0], 'measured 160.700, above 10')
+    """
+    sizes, encode_sizes, batch_context, env = measured.sizes, measured.encode_sizes, measured.batch_context, measuring.env
+    encode_factors, encode_notes = encode_batch_factors(encode_sizes, measured.encode_costs)
     device = env["cuda_device"] or f"CPU: {env['cpu']} ({env['torch_threads']} threads)"
+    described = measuring.described
     profile = CostProfile(
         name=Path(cfg.out).stem if cfg.get("gpu") else f"{cfg.model.name}-measured",
-        query_tokens=queries,
-        context_tokens=contexts,
-        forward_table=table,
-        encode_ms=encode,
-        model=f"{cfg.model.name} ({adapter.describe().get('parameters', '?')} parameters, {adapter.describe().get('dtype', '?')}"
+        query_tokens=list(cfg.query_tokens),
+        context_tokens=list(cfg.context_tokens),
+        forward_table=measured.table,
+        encode_ms=measured.encode,
+        model=f"{cfg.model.name} ({described.get('parameters', '?')} parameters, {described.get('dtype', '?')}"
         + (", random weights of the real shapes" if cfg.model.get("random_init") else "") + ")",
         device=device,
         provenance=f"MEASURED by `ticktock calibrate` on {date.today().isoformat()}, median of {cfg.repeats} "
@@ -259,31 +361,30 @@ def calibrate(cfg: DictConfig) -> None:
            "forwards)" if sizes else "")
         + (f"; encoder batch factors from {encode_sizes[-1]} replicas (encode_many of 1 s chunks)" if encode_sizes else ""),
     )
+    batch_notes = []
     if sizes:
-        profile = replace(profile, batch_sizes=sizes, batch_factor=batch_factors(profile, sizes, batch_context, batch_costs))
+        factors, batch_notes = batch_factors(profile, sizes, batch_context, measured.batch_costs)
+        profile = replace(profile, batch_sizes=sizes, batch_factor=factors)
     if encode_sizes:
         profile = replace(profile, encode_batch_sizes=encode_sizes, encode_batch_factor=encode_factors)
-    profile = replace(profile, encode_fixed_ms=measure_encode_fixed(adapter, encode, cfg.warmup, cfg.repeats),
-                      measured_on=measurement_record(env, typed_command()))
+    profile = replace(profile, encode_fixed_ms=measured.encode_fixed, measured_on=measurement_record(env, command))
     if talker is not None:
         profile = replace(profile, talkers={talker[0]: talker[1]})
     profile = replace(profile, sources=measured_sources(
-        cfg, typed_command(), profile, adapter.causal_granularity_ms, batch_context,
-        encode_batch_timing(encode_sizes, encode_costs, encode_notes, timing_text(cfg))))
-    out = Path(cfg.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out) as tmp:
-        tmp.write_text(profile.to_yaml(), encoding="utf-8")
-    print(f"wrote {out}: 1-token forward {table[0][0]:.2f} ms at context {contexts[0]}, "
-          f"{queries[-1]}-token forward {table[-1][0]:.2f} ms, audio encode {encode:.2f} ms ({device})")
-    if talker is not None:
-        print(talker_line(*talker))
-    if sizes:
-        print("batch steps at context {}: {}".format(batch_context, ", ".join(
-            f"B={b}: {ms:.2f} ms (factor {f:.3f})" for b, ms, f in zip(sizes, batch_costs, profile.batch_factor))))
-    if encode_sizes:
-        print(encode_batch_line(encode_sizes, encode_costs, encode_factors, encode_notes))
-    print(next_steps(cfg, out))
+        cfg, command, profile, measuring.step_ms, batch_context,
+        encode_batch_timing(encode_sizes, measured.encode_costs, encode_notes, timing_text(cfg)), batch_notes))
+    return profile, batch_notes, encode_notes
+
+
+def batch_line(context: int, sizes, costs, factors, notes) -> str:
+    """The printed line of the forward batch measurement: each B's milliseconds and its written factor.
+
+    >>> batch_line(64, [1, 2], [2.0, 3.1], [1.0, 1.2], [None, None])
+    'batch steps at context 64: B=1: 2.00 ms (factor 1.000), B=2: 3.10 ms (factor 1.200)'
+    """
+    return "batch steps at context {}: {}".format(context, ", ".join(
+        f"B={b}: {ms:.2f} ms (factor {f:.3f}" + (f"; {note})" if note else ")")
+        for b, ms, f, note in zip(sizes, costs, factors, notes)))
 
 
 MAX_BATCH = 256  # the largest batch calibrate measures (as many replicas as sessions a device may share)
@@ -326,7 +427,7 @@ def checked_sizes(cfg: DictConfig, key: str) -> list[int]:
 # ------------------------------------------------------------------ sources: where each measured number comes from
 
 def measured_sources(cfg: DictConfig, command: str, profile: CostProfile, step_ms: int | None, batch_context: int,
-                     encode_batches: str | None) -> dict:
+                     encode_batches: str | None, batch_notes=()) -> dict:
     """The profile's ``sources`` block (``ticktock.clocks.sources``): for every field measured here, ``{"measured":
     "<the command as typed> (<what was timed>)"}``.
 
@@ -344,7 +445,8 @@ def measured_sources(cfg: DictConfig, command: str, profile: CostProfile, step_m
                            f"(whole - fixed) x {step_ms / 1000 if step_ms else 0:g} = step, {timing}",
         "batch_factor": f"one forward_many step of B one-token forwards on B replicas at context {batch_context}, "
                         f"B = {', '.join(map(str, profile.batch_sizes or []))}, {timing}; factor = step / "
-                        f"forward_ms(B, B x {batch_context})",
+                        f"forward_ms(B, B x {batch_context})"
+                        + "".join(f"; B={b}: {note}" for b, note in zip(profile.batch_sizes or [], batch_notes) if note),
         "encode_batch_factor": encode_batches,
     }
     present = {"forward_ms": True, "encode_ms": True, "encode_fixed_ms": profile.encode_fixed_ms is not None,
