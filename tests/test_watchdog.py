@@ -166,7 +166,7 @@ def test_a_run_fails_the_hanging_session_goes_on_and_says_so(tmp_path, decoder):
     run_dir = tmp_path / "run"
     began = time.monotonic()
     done = hanging_run(run_dir, decoder)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 6, done.stderr  # the run ended, a session did not finish
     assert time.monotonic() - began < 120
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and len(meta["failed_sessions"]) == 1
@@ -179,6 +179,8 @@ def test_a_run_fails_the_hanging_session_goes_on_and_says_so(tmp_path, decoder):
     assert len(sessions) == 1 and failed["session_id"] not in sessions  # the next session completed
     assert not list(run_dir.rglob(f"*{failed['session_id']}*"))  # nothing half-written of the failed one
     assert "1 sessions (0 skipped, 1 failed)" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == (f"ticktock: error: 1 of 2 sessions did not finish (run.json of "
+                                                    f"{run_dir} says why); the same command again replays them")
     results = load_results([run_dir])
     note = f"run {run_dir}: 1 session failed, in no table (rerun into the folder to retry): {failed['error']}"
     assert note in results.warnings and note in results.provenance()
@@ -186,7 +188,7 @@ def test_a_run_fails_the_hanging_session_goes_on_and_says_so(tmp_path, decoder):
 
 def test_a_rerun_retries_the_failed_session(tmp_path):
     run_dir = tmp_path / "run"
-    assert hanging_run(run_dir, "BusyLoop").returncode == 0
+    assert hanging_run(run_dir, "BusyLoop").returncode == 6
     failed = json.loads((run_dir / "run.json").read_text())["failed_sessions"][0]["session_id"]
     again = hanging_run(run_dir, "BusyLoop", hang_off=True)  # the decoder "fixed": same run, resumed
     assert again.returncode == 0, again.stderr
@@ -199,7 +201,7 @@ def test_a_rerun_retries_the_failed_session(tmp_path):
 def test_on_a_shared_device_the_hanging_session_fails_alone(tmp_path):
     run_dir = tmp_path / "run"
     done = hanging_run(run_dir, "BusyLoop", "limit.sessions=3", "concurrency.sessions=2")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 6, done.stderr
     meta = json.loads((run_dir / "run.json").read_text())
     [failed] = meta["failed_sessions"]
     assert failed["error"].startswith(f"session {failed['session_id']}: chunk 1 (post-audio step) still running "

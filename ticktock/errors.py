@@ -43,6 +43,7 @@ EXIT_CONFIG = 2
 EXIT_INPUT_DATA = 3
 EXIT_RUN_FOLDER = 4
 EXIT_ENDPOINT = 5  # a live endpoint cannot be reached, or refuses the session (ticktock.endpoints)
+EXIT_SESSIONS_UNFINISHED = 6  # the run ended, but some of its sessions failed or ended early (their rows say why)
 EXIT_INTERRUPTED = 130
 DEBUG_VARIABLE = "TICKTOCK_DEBUG"
 
@@ -69,6 +70,13 @@ class RunFolderError(TickTockError):
     """A run folder cannot be used as asked (exit code 4)."""
 
     exit_code = EXIT_RUN_FOLDER
+
+
+class SessionsUnfinished(TickTockError):
+    """The run ended and wrote what it could, but some sessions failed or ended early (exit code 6): run.json's
+    ``failed_sessions`` and ``partial_sessions`` say which and why; the same command again replays them."""
+
+    exit_code = EXIT_SESSIONS_UNFINISHED
 
 
 def debugging() -> bool:

@@ -1,14 +1,27 @@
-"""A duplex server that misbehaves on cue, for the endpoint fault tests (a helper module): a real aiohttp WebSocket
-server on loopback, in a thread of its own, stopped when the test ends.
+"""Conformance servers for the live client (a helper module): real aiohttp WebSocket servers on loopback, in a
+thread of their own, that behave as the real servers do, and misbehave on cue.
 
-It speaks vLLM-Omni's duplex contract as ``ticktock serve`` does, with the server-event builders of
-``ticktock.serve.protocol``: ``session.created`` answers the client's ``session.update``; the client's appends (16 kHz
-PCM16 base64) are counted, and each completed 1000 ms unit (32000 bytes) is answered at once with a
-``response.listen`` naming the unit; the commit ends the session with ``session.closed`` once every unit is decided.
+Two flavours, read from the real servers' code (vLLM-Omni 0.30.0: ``entrypoints/duplex/serving.py`` and
+``engine/duplex/session/runner.py``; OpenAI Realtime GA's documented session flow):
+
+- ``vllm_omni`` (vLLM-Omni's duplex runner): the client's first event must be ``session.update`` (none within
+  ``config_timeout_s``: an ``error`` ``config_timeout`` and the socket closes); it is answered ``session.created``
+  then ``session.updated``, the model as the server runs it. Appends (16 kHz PCM16 base64) are counted and each
+  completed 1000 ms unit is decided at once: ``response.listen``, or on every third unit from the second a spoken
+  reply (``response.created``, ``response.speak``, a text delta, an audio delta; ``response.done`` follows
+  ``reply_s`` later, so a reply can still be in flight after the last unit). ``input_audio_buffer.commit`` is a
+  *turn* commit: answered ``input_audio_buffer.committed``, the session stays open. ``session.heartbeat`` is answered
+  ``session.heartbeat_ack``. The session ends only on ``session.close`` (``session.closed`` with reason
+  ``client_close``, then the socket closes with 1000) or on the socket's close. The server pings every ``ping_s``.
+- ``openai`` (an OpenAI Realtime GA server): ``session.created`` on connect, before any client event;
+  ``session.update`` answered ``session.updated``; no per-unit events; a commit is answered
+  ``input_audio_buffer.committed`` and ``response.create`` makes a reply (``response.created``, a text delta, an
+  audio delta, ``response.done``). No ``session.close`` in its vocabulary: the client closes the socket.
 
 ``script`` maps a connection's number (0: the run's probe, 1: its first session, ...) to a *behaviour*, one of
 ``BEHAVIOURS``; a connection it does not name behaves. ``ScriptedServer.script`` may be changed between runs (the
-"server behaving now" of a rerun). ``ScriptedServer.connections`` counts the connections opened.
+"server behaving now" of a rerun). ``ScriptedServer.connections`` counts the connections opened, ``closed_by`` how
+each ended (``session.close``, ``socket``, ``server``), and ``decided[n]`` the units connection n decided.
 
 Example::
 
@@ -23,6 +36,7 @@ import base64
 import contextlib
 import json
 import threading
+import time
 
 import numpy as np
 
@@ -35,69 +49,175 @@ MODEL = "scripted"
 #: ``ok``: behave; ``refuse``: answer the ``session.update`` with an ``error`` ``resource_exhausted`` and close;
 #: ``close_after_N``: close the connection once N units are decided; ``malformed_after_N``: send a frame that is not
 #: JSON after N units; ``unknown``: send an event of an unknown type before every decision (and behave);
-#: ``silent``: send ``session.created``, then nothing; ``twice_N``: decide unit N twice; ``ahead_N``: decide unit N+1
-#: in place of unit N (out of order); ``bad_audio_N``: after unit N's decision, an audio delta that is not base64.
-BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "silent", "twice_N", "ahead_N",
-              "bad_audio_N")
+#: ``silent``: send ``session.created``, then nothing but pings; ``mute_after_N``: decide N units, then decide
+#: nothing more while it keeps pinging and sending events of no interest every 50 ms; ``twice_N``: decide unit N
+#: twice; ``ahead_N``: decide unit N+1 in place of unit N (out of order); ``bad_audio_N``: after unit N's decision,
+#: an audio delta that is not base64; ``no_closed``: answer ``session.close`` by closing the socket without
+#: ``session.closed``; ``never_close``: ignore ``session.close`` (the client must close it); ``ping_storm``: ping
+#: every 5 ms from the start (and behave).
+BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "silent", "mute_after_N", "twice_N",
+              "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm")
+FLAVOURS = ("vllm_omni", "openai")
 
 
 class ScriptedServer:
-    """The server's state: its URL (``.../v1/realtime``), the script, the connections counted."""
+    """The server's state: its URL (``.../v1/realtime``), flavour, script, and what its connections did."""
 
-    def __init__(self, script: dict[int, str]):
+    def __init__(self, script: dict[int, str], flavour: str = "vllm_omni", ping_s: float = 2.0,
+                 reply_s: float = 0.3, config_timeout_s: float = 5.0):
+        assert flavour in FLAVOURS, flavour
         self.script = dict(script)
+        self.flavour, self.ping_s, self.reply_s, self.config_timeout_s = flavour, ping_s, reply_s, config_timeout_s
         self.connections = 0
+        self.closed_by: dict[int, str] = {}
+        self.decided: dict[int, int] = {}
         self.url = ""
 
-    def behaviour(self) -> tuple[str, int]:
-        """The next connection's behaviour and its number of units (``close_after_2`` -> ``("close_after", 2)``)."""
-        name = self.script.get(self.connections, "ok")
+    def behaviour(self) -> tuple[int, str, int]:
+        """The next connection's number, behaviour and number of units (``close_after_2`` -> ``("close_after",
+        2)``)."""
+        number = self.connections
+        name = self.script.get(number, "ok")
         self.connections += 1
         head, _, tail = name.rpartition("_")
-        return (head, int(tail)) if tail.isdigit() else (name, 0)
+        return (number, head, int(tail)) if tail.isdigit() else (number, name, 0)
 
     async def handle(self, request):
         from aiohttp import WSMsgType, web
 
-        ws = web.WebSocketResponse(max_msg_size=64 * 1024 * 1024)
+        ws = web.WebSocketResponse(max_msg_size=64 * 1024 * 1024, heartbeat=self.ping_s, autoping=True)
         await ws.prepare(request)
-        act = Connection(ws, *self.behaviour())
-        async for message in ws:
-            if message.type != WSMsgType.TEXT or not await act.on(json.loads(message.data)):
-                break
-        if not ws.closed:
-            await ws.close()
+        number, behaviour, n = self.behaviour()
+        act = Connection(self, ws, number, behaviour, n)
+        chores = [asyncio.ensure_future(act.pinging())]
+        try:
+            if self.flavour == "openai":
+                await act.send(protocol.session_created(act.session_object()))
+            elif not await act.configured():
+                return ws
+            async for message in ws:
+                if message.type != WSMsgType.TEXT or not await act.on(json.loads(message.data)):
+                    break
+            self.closed_by.setdefault(number, "socket")
+        finally:
+            for chore in chores + act.chores:
+                chore.cancel()
+            self.decided[number] = act.decided
+            if not ws.closed:
+                await ws.close()
         return ws
 
 
 class Connection:
-    """One connection following its behaviour (see ``BEHAVIOURS``)."""
+    """One connection following its flavour and behaviour (see the module docstring and ``BEHAVIOURS``)."""
 
-    def __init__(self, ws, behaviour: str, n: int):
-        self.ws, self.behaviour, self.n = ws, behaviour, n
+    def __init__(self, server: ScriptedServer, ws, number: int, behaviour: str, n: int):
+        self.server, self.ws, self.number, self.behaviour, self.n = server, ws, number, behaviour, n
         self.received = 0
         self.decided = 0
+        self.reply: str | None = None
+        self.chores: list[asyncio.Future] = []
+        self.first_event: dict | None = None
+
+    def session_object(self) -> dict:
+        return {"id": f"sess_scripted_{self.number}", "object": "realtime.session", "model": MODEL}
 
     async def send(self, event) -> None:
-        await self.ws.send_str(event if isinstance(event, str) else json.dumps(event))
+        if not self.ws.closed:
+            await self.ws.send_str(event if isinstance(event, str) else json.dumps(event))
+
+    async def pinging(self) -> None:
+        """A ping storm (``ping_storm``, or ``mute``/``silent`` once they go quiet: pings and events of no
+        interest keep coming); other behaviours leave pings to the socket's heartbeat."""
+        while True:
+            if self.behaviour == "ping_storm":
+                await self.ws.ping()
+                await asyncio.sleep(0.005)
+            elif self.quiet():
+                await self.ws.ping()
+                await self.send({"type": "rate_limits.updated", "event_id": protocol.new_event_id(),
+                                 "rate_limits": []})
+                await asyncio.sleep(0.05)
+            else:
+                await asyncio.sleep(0.05)
+
+    def quiet(self) -> bool:
+        """Whether the server has stopped deciding units (``silent``, or ``mute_after_N`` past its N units)."""
+        return self.behaviour == "silent" or (self.behaviour == "mute_after" and self.decided >= self.n)
+
+    async def configured(self) -> bool:
+        """vLLM-Omni's handshake: the first event must be ``session.update`` within ``config_timeout_s``; False when
+        the connection ends here."""
+        from aiohttp import WSMsgType
+
+        try:
+            message = await self.ws.receive(timeout=self.server.config_timeout_s)
+        except asyncio.TimeoutError:
+            await self.send(protocol.error_event("config_timeout", "Timeout waiting for session.update"))
+            self.server.closed_by[self.number] = "server"
+            return False
+        if message.type != WSMsgType.TEXT:
+            return False
+        event = json.loads(message.data)
+        if event.get("type") != "session.update":
+            await self.send(protocol.error_event("invalid_request", "the first event must be session.update"))
+            return False
+        if self.behaviour == "refuse":
+            await self.send(protocol.error_event("resource_exhausted", "no capacity for another session"))
+            self.server.closed_by[self.number] = "server"
+            return False
+        await self.send(protocol.session_created(self.session_object()))
+        await self.send(protocol.session_updated(self.session_object()))
+        return True
 
     async def on(self, event: dict) -> bool:
         """React to one client event; False when the connection is to end."""
         kind = event.get("type")
         if kind == "session.update":
-            if self.behaviour == "refuse":
-                await self.send(protocol.error_event("resource_exhausted", "no capacity for another session"))
-                return False
-            await self.send(protocol.session_created({"id": "sess_scripted", "model": MODEL}))
-        elif kind == "input_audio_buffer.append" and self.behaviour != "silent":
+            await self.send(protocol.session_updated(self.session_object()))
+        elif kind == "input_audio_buffer.append":
             self.received += len(base64.b64decode(event["audio"]))
-            while self.decided < self.received // UNIT_BYTES:
-                if not await self.decide():
-                    return False
-        elif kind == "input_audio_buffer.commit" and self.behaviour != "silent":
-            await self.send(protocol.session_closed("sess_scripted", "input_ended"))
-            return False
+            if self.server.flavour == "vllm_omni":
+                while not self.quiet() and self.decided < self.received // UNIT_BYTES:
+                    if not await self.decide():
+                        self.server.closed_by[self.number] = "server"
+                        return False
+        elif kind == "input_audio_buffer.commit":
+            await self.send(protocol.input_audio_buffer_committed(f"item_{self.number}_{self.received}"))
+        elif kind == "response.create" and self.server.flavour == "openai":
+            await self.open_reply()
+            await self.end_reply_later()
+        elif kind == "session.heartbeat":
+            await self.send(protocol.heartbeat_ack(f"sess_scripted_{self.number}"))
+        elif kind == "session.close":
+            return await self.on_close()
         return True
+
+    async def on_close(self) -> bool:
+        """``session.close``: ``session.closed`` then the socket's close; as the behaviour says otherwise."""
+        if self.behaviour == "never_close":
+            return True
+        self.server.closed_by[self.number] = "session.close"
+        if self.behaviour != "no_closed":
+            await self.send(protocol.session_closed(f"sess_scripted_{self.number}", "client_close"))
+        return False
+
+    async def open_reply(self) -> None:
+        self.reply = f"resp_{self.number}_{self.decided}"
+        await self.send(protocol.response_created(self.reply))
+        await self.send(protocol.text_delta(self.reply, "item_1", "Hi. "))
+        await self.send(protocol.audio_delta(self.reply, "item_1", np.zeros(1600, dtype=np.float32), 16000))
+
+    async def end_reply_later(self) -> None:
+        reply = self.reply
+
+        async def done() -> None:
+            await asyncio.sleep(self.server.reply_s)
+            if self.reply == reply:
+                self.reply = None
+                await self.send(protocol.response_done(reply))
+
+        self.chores.append(asyncio.ensure_future(done()))
 
     async def decide(self) -> bool:
         """Decide the next unit as the behaviour says; False when the connection is to end."""
@@ -110,7 +230,13 @@ class Connection:
         if behaviour == "unknown":
             await self.send({"type": "server.novelty", "event_id": protocol.new_event_id(), "note": {"x": [1, 2]}})
         shown = unit + 1 if behaviour == "ahead" and unit == n else unit
-        await self.send(protocol.response_listen(protocol.UnitReport(unit=shown, post_audio_ms=5.0)))
+        report = protocol.UnitReport(unit=shown, post_audio_ms=5.0)
+        if unit % 3 == 1:  # a spoken reply, whose response.done comes reply_s later
+            await self.open_reply()
+            await self.send(protocol.response_speak(self.reply, "item_1", report))
+            await self.end_reply_later()
+        else:
+            await self.send(protocol.response_listen(report))
         if behaviour == "twice" and unit == n:
             await self.send(protocol.response_listen(protocol.UnitReport(unit=unit, post_audio_ms=5.0)))
         if behaviour == "bad_audio" and unit == n:
@@ -121,33 +247,34 @@ class Connection:
 
 
 @contextlib.contextmanager
-def scripted(script: dict[int, str] | None = None):
-    """A ``ScriptedServer`` following ``script`` on a free loopback port, in a thread; yields it (``.url`` set)."""
+def scripted(script: dict[int, str] | None = None, flavour: str = "vllm_omni", ping_s: float = 2.0,
+             reply_s: float = 0.3, config_timeout_s: float = 5.0):
+    """A ``ScriptedServer`` of ``flavour`` following ``script`` on a free loopback port, in a thread; yields it
+    (``.url`` set). It stops when the block ends, whatever happened in it."""
     from aiohttp import web
 
-    server = ScriptedServer(script or {})
+    server = ScriptedServer(script or {}, flavour, ping_s, reply_s, config_timeout_s)
     loop = asyncio.new_event_loop()
     app = web.Application()
     app.router.add_get("/v1/realtime", server.handle)
     runner = web.AppRunner(app, shutdown_timeout=1.0)
-    ready = threading.Event()
 
     async def start() -> None:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        port = runner.addresses[0][1]
-        server.url = f"ws://127.0.0.1:{port}/v1/realtime"
-        ready.set()
+        server.url = f"ws://127.0.0.1:{runner.addresses[0][1]}/v1/realtime"
 
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    asyncio.run_coroutine_threadsafe(start(), loop).result(timeout=10)
-    ready.wait(10)
     try:
+        asyncio.run_coroutine_threadsafe(start(), loop).result(timeout=10)
         yield server
     finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
+        began = time.monotonic()
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
+        thread.join(timeout=max(0.1, 10 - (time.monotonic() - began)))
+        if not thread.is_alive():
+            loop.close()

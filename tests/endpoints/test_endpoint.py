@@ -19,7 +19,7 @@ TOKEN = "tok-5f1e-not-a-real-secret"
     ("model.url=http://127.0.0.1:8099/v1/realtime", "model.url: must be a ws:// or wss:// URL, got "
                                                    "'http://127.0.0.1:8099/v1/realtime'"),
     ("model.frame_ms=30", "model.frame_ms: must be a whole number of ms from 10 to 1000 that divides the 1000 ms unit"),
-    ("model.event_timeout_s=0", "model.event_timeout_s: must be a number from 0.1 to 3600, got 0"),
+    ("model.unit_timeout_s=0", "model.unit_timeout_s: must be a number from 0.1 to 3600, got 0"),
     ("model.token_env=TICKTOCK_TEST_UNSET_TOKEN", "model.token_env: the environment variable TICKTOCK_TEST_UNSET_TOKEN "
                                                   "is not set or empty"),
     ("model.token_env=sk-abc", "model.token_env: must be the NAME of an environment variable"),

@@ -21,7 +21,7 @@ def test_the_url_asks_for_the_duplex_contract_unless_it_already_says():
 def test_its_events_are_what_the_server_parses():
     protocol = VllmOmniDuplex()
     events = [*protocol.opening("Be brief.", []), *protocol.frame(np.zeros(1600, dtype=np.float32)),
-              *protocol.turn_ended(), *protocol.input_ended(), *protocol.played(250.0, "resp_1")]
+              *protocol.turn_ended(), *protocol.input_ended(), *protocol.played(250.0, "resp_1"), *protocol.closing()]
     parsed = [wire.parse_client_event(json.dumps(event)) for event in events]
-    assert [type(event).__name__ for event in parsed] == ["SessionUpdate", "AudioAppend", "AudioCommit", "PlaybackAck"]
-    assert parsed[2].final and parsed[3].played_ms == 250.0 and protocol.per_unit
+    assert [type(event).__name__ for event in parsed] == ["SessionUpdate", "AudioAppend", "PlaybackAck", "SessionClose"]
+    assert parsed[2].played_ms == 250.0 and protocol.per_unit and protocol.awaits_closed  # no commit: a turn commit

@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from ticktock.serve.protocol import ProtocolError
 from ticktock.sessions.audio import SAMPLE_RATE
 
 UNIT_MS = 1000
+POLL_S = 0.25  # the receiver looks at its deadlines at least this often
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,10 @@ class LiveRecord:
     ``started_at``: the session's start on that clock (``time.monotonic()`` seconds, for the run's timeline);
     ``units``: the units whose audio was sent; ``turn_ends_ms``: when each user turn's end was committed (turn-based
     protocols); ``info``: the server's ``session.created``; ``failure``: one line when the session failed, else
-    None; ``wall_s``: how long it lasted."""
+    None, and ``failed_at_unit`` the unit then awaited; ``decided``: how many units were decided (per-unit
+    protocols; turn-based: the units whose audio was sent before the last reply ended); ``closed_ms``: when the
+    client began to close it; ``ended_by``: what ended it (``session.closed``, ``socket closed``, ``client closed``,
+    or no ``session.closed`` within ``close_timeout_s``); ``wall_s``: how long it lasted."""
 
     session_id: str
     units: int
@@ -98,6 +103,10 @@ class LiveRecord:
     turn_ends_ms: list[float] = field(default_factory=list)
     info: SessionStarted | None = None
     failure: str | None = None
+    failed_at_unit: int | None = None
+    decided: int = 0
+    closed_ms: float | None = None
+    ended_by: str | None = None
     wall_s: float = 0.0
 
     def unit_end_ms(self, unit: int) -> float | None:
@@ -124,6 +133,23 @@ def whole_units(samples: np.ndarray, units: int) -> np.ndarray:
     return out
 
 
+#: User turns that are not addressed to the assistant: a turn-based protocol commits none of them (a commit asks
+#: the server for an answer).
+NOT_ADDRESSED = frozenset({"backchannel", "background", "side_talk"})
+
+
+def committed_turn(turn) -> bool:
+    """Whether a turn-based protocol commits at this turn's end: a user's turn addressed to the assistant (a request,
+    an interruption...; not a backchannel, background speech or side talk).
+
+    >>> from ticktock.sessions.manifest import Turn
+    >>> committed_turn(Turn("user", "request", "where is it", 1.0, 2.6)), committed_turn(Turn("user", "backchannel",
+    ...     "mhm", 3.0, 3.2)), committed_turn(Turn("assistant", "answer", "here", 3.0, 4.0))
+    (True, False, False)
+    """
+    return turn.speaker == "user" and turn.role not in NOT_ADDRESSED
+
+
 def turn_end_frames(turn_ends_s: list[float], frame_ms: int, frames: int) -> set[int]:
     """The frames after which the user's turns end: the frame holding each turn's last sample.
 
@@ -148,7 +174,10 @@ class LiveSession:
         self.input_done = False
         self.input_done_ms: float | None = None
         self.open_reply: str | None = None
-        self.waiting_s = 0.0  # how long the last wait for a server event could last (what timed out)
+        self.input_done_at = 0.0  # these four: monotonic seconds
+        self.last_decided_at: float | None = None
+        self.last_output_at = 0.0
+        self.reply_began = 0.0
         self.ws = None
 
     def now_ms(self) -> float:
@@ -178,27 +207,29 @@ class LiveSession:
             await self.send(self.protocol.played(self.player.played_ms(self.now_ms()), self.open_reply))
         await self.send(self.protocol.input_ended())
         self.input_done_ms = self.now_ms()
+        self.input_done_at = time.monotonic()
         self.input_done = True
 
     # ----------------------------------------------------------------------------------------- receiving
 
     async def receive(self) -> None:
-        """Read and stamp server events until the session ends (``SessionFault`` when it cannot)."""
+        """Read and stamp server events until the session has all it needs, then close it (``SessionFault`` when
+        a deadline passes or the server does what the measurement cannot use).
+
+        Every wait is bounded by an absolute deadline on the monotonic clock (``due``), never by the time since
+        the last frame: a WebSocket ping, a heartbeat or an event of no interest does not move it."""
         from aiohttp import WSMsgType
 
-        while True:
-            try:
-                self.waiting_s = self.wait_s()
-                message = await self.ws.receive(timeout=self.waiting_s)
-            except asyncio.TimeoutError:
-                if not self.protocol.per_unit and self.open_reply is None:
-                    if self.finished():
-                        return  # a turn-based session ends once the server is quiet after the last frame
-                    continue  # a turn-based server says nothing while the user speaks: nothing is awaited yet
-                raise
+        while not self.has_all():
+            if self.record.ended_by is not None:
+                return  # the server ended it once everything was measured
+            message = await self.next_message()
+            if message is None:
+                continue
             at_ms = self.now_ms()
             if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING, WSMsgType.ERROR):
-                if self.finished():
+                if self.measured():
+                    self.record.ended_by = "socket closed"
                     return
                 raise SessionFault(self.closed_early(message))
             if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
@@ -208,25 +239,125 @@ class LiveSession:
             except ProtocolError as err:
                 raise SessionFault(f"server event {len(self.record.events) + 1}: {err}") from None
             self.record.events.append(Stamped(at_ms, event))
-            if await self.handle(event, at_ms):
-                return
+            await self.handle(event, at_ms)
+        await self.close()
 
-    def wait_s(self) -> float:
-        """How long the next event may take: ``event_timeout_s``, shortened to ``quiet_s`` once a turn-based session's
-        input is done and no reply is open, and to what is left of ``end_timeout_s`` after the last frame."""
-        wait = self.endpoint.event_timeout_s
-        if self.input_done:
-            left = self.endpoint.end_timeout_s - (self.now_ms() - self.input_done_ms) / 1000.0
-            wait = min(wait, max(0.0, left))
-            if not self.protocol.per_unit and self.open_reply is None:
-                wait = min(wait, self.endpoint.quiet_s)
-        return max(wait, 0.001)
+    async def next_message(self):
+        """The next frame from the server, or None when none came before the next check: a deadline that has
+        passed is a ``SessionFault``; a turn-based session's quiet end is noticed here too."""
+        self.check_due()
+        if self.has_all():
+            return None
+        wait = min(POLL_S, max(0.0, self.due_s() - time.monotonic()))
+        try:
+            return await asyncio.wait_for(self.ws.receive(), timeout=max(wait, 0.001))
+        except asyncio.TimeoutError:
+            return None
 
-    def finished(self) -> bool:
-        """Whether the session has all it needs: every unit decided (per-unit protocols), or the input done."""
+    def due(self) -> tuple[float, str] | None:
+        """The earliest deadline now in force (monotonic seconds) and what it waits for, or None: the next unit's
+        decision (``unit_timeout_s`` from the end of its audio), a turn-based reply's end (``reply_timeout_s``
+        from its start), and after the input: the reply in flight (``grace_s`` after the last decision, then the
+        client closes anyway) and a turn-based session's end (``end_timeout_s`` after the last frame)."""
+        endpoint, deadlines = self.endpoint, []
+        if self.protocol.per_unit and self.next_unit < self.record.units:
+            sent_at = self.unit_sent_at(self.next_unit)
+            if sent_at is not None:
+                deadlines.append((sent_at + endpoint.unit_timeout_s,
+                                  f"unit {self.next_unit}'s decision did not come within model.unit_timeout_s="
+                                  f"{endpoint.unit_timeout_s:g} s of the end of its audio"))
+        if not self.protocol.per_unit and self.open_reply is not None:
+            deadlines.append((self.reply_began + endpoint.reply_timeout_s,
+                              f"the reply {self.open_reply} did not end within model.reply_timeout_s="
+                              f"{endpoint.reply_timeout_s:g} s"))
+        return min(deadlines) if deadlines else None
+
+    def due_s(self) -> float:
+        """When the receiver must look again: the earliest deadline, or the moment a finished input's waiting ends
+        without fault (grace, quiet, end)."""
+        soonest = [self.due()[0]] if self.due() is not None else []
+        if self.input_done and self.protocol.per_unit and self.last_decided_at is not None:
+            soonest.append(self.last_decided_at + self.endpoint.grace_s)
+        if self.input_done and not self.protocol.per_unit:
+            soonest += [self.input_done_at + self.endpoint.end_timeout_s,
+                        max(self.last_output_at, self.input_done_at) + self.endpoint.quiet_s]
+        return min(soonest) if soonest else time.monotonic() + POLL_S
+
+    def check_due(self) -> None:
+        """A ``SessionFault`` when a deadline has passed."""
+        due = self.due()
+        if due is not None and time.monotonic() >= due[0]:
+            raise SessionFault(f"{due[1]} ({self.next_unit} of {self.record.units} units decided)")
+
+    def measured(self) -> bool:
+        """Whether every unit the session will measure is in: the input is done and (per-unit protocols) every unit
+        is decided."""
+        return self.input_done and (not self.protocol.per_unit or self.next_unit >= self.record.units)
+
+    def has_all(self) -> bool:
+        """Whether the session has all it will measure, so the client closes it: the input is done and (per-unit)
+        every unit is decided, or (turn-based) the server has been quiet for ``quiet_s`` with no reply open; and the
+        reply in flight has ended, or ``grace_s`` has passed since the last decision (``end_timeout_s`` after the last
+        frame at most, for a turn-based server that keeps talking)."""
+        if not self.input_done:
+            return False
+        now = time.monotonic()
         if self.protocol.per_unit:
-            return self.input_done and self.next_unit >= self.record.units
-        return self.input_done
+            if not self.measured():
+                return False
+            return self.open_reply is None or now >= (self.last_decided_at or now) + self.endpoint.grace_s
+        if now >= self.input_done_at + self.endpoint.end_timeout_s:
+            return True
+        return self.open_reply is None and now >= max(self.last_output_at, self.input_done_at) + self.endpoint.quiet_s
+
+    def unit_sent_at(self, unit: int) -> float | None:
+        """When the frame completing ``unit`` left (monotonic seconds), or None if it has not."""
+        sent = self.record.unit_end_ms(unit)
+        return None if sent is None else self.began + sent / 1000.0
+
+    async def close(self) -> None:
+        """End the session: the protocol's closing events (``session.close`` for vLLM-Omni's duplex contract), then
+        wait for ``session.closed`` or the socket's close up to ``close_timeout_s``; past it the client closes the
+        socket itself. What ended it is ``LiveRecord.ended_by``; nothing measured depends on it."""
+        from aiohttp import WSMsgType
+
+        self.record.closed_ms = self.now_ms()
+        try:
+            await self.send(self.protocol.closing())
+        except (ConnectionError, RuntimeError):
+            self.record.ended_by = "socket closed"
+            return
+        if not self.protocol.awaits_closed:
+            self.record.ended_by = "client closed"
+            return
+        deadline = time.monotonic() + self.endpoint.close_timeout_s
+        while time.monotonic() < deadline:
+            try:
+                message = await asyncio.wait_for(self.ws.receive(), timeout=max(0.001, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                break
+            if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING, WSMsgType.ERROR):
+                self.record.ended_by = "socket closed"
+                return
+            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                continue
+            try:
+                event = parse_server_event(message.data)
+            except ProtocolError:
+                continue  # the session is measured: a bad frame while closing changes nothing
+            self.record.events.append(Stamped(self.now_ms(), event))
+            if isinstance(event, SessionEnded):
+                self.record.ended_by = "session.closed"
+                return
+        self.record.ended_by = f"no session.closed within model.close_timeout_s={self.endpoint.close_timeout_s:g} s"
+
+    async def say_goodbye(self) -> None:
+        """After a fault: the protocol's closing events, best effort and without waiting (a socket dropped without
+        them reads as a resumable disconnect to vLLM-Omni, which then holds the session's slot for its grace)."""
+        if self.ws is not None and not self.ws.closed:
+            with contextlib.suppress(ConnectionError, RuntimeError, asyncio.TimeoutError):
+                await asyncio.wait_for(self.send(self.protocol.closing()), timeout=1.0)
+            self.record.ended_by = self.record.ended_by or "client closed after a fault"
 
     def closed_early(self, message) -> str:
         code = getattr(self.ws, "close_code", None)
@@ -234,28 +365,45 @@ class LiveSession:
         return (f"the server closed the connection{why} after {self.next_unit} of {self.record.units} units were "
                 "decided")
 
-    async def handle(self, event: ServerEvent, at_ms: float) -> bool:
-        """React to one event; True when the session is over."""
+    async def handle(self, event: ServerEvent, at_ms: float) -> None:
+        """React to one event."""
         if isinstance(event, ServerError):
             raise SessionFault(f"server error {event.code or ''}: {event.message}".replace("  ", " "))
         if isinstance(event, SessionStarted) and self.record.info is None:
             self.record.info = event
         elif isinstance(event, UnitDecided):
             self.check_decision(event)
+            self.last_decided_at = time.monotonic()
         elif isinstance(event, ReplyStarted):
             self.open_reply = event.response_id or "reply"
+            self.reply_began = self.last_output_at = time.monotonic()
         elif isinstance(event, ReplyDone):
             self.open_reply = None
+            self.last_output_at = time.monotonic()
         elif isinstance(event, AudioDelta):
             self.player.add(at_ms, event.audio_s, event.response_id)
+            self.last_output_at = time.monotonic()
         elif isinstance(event, CallMade):
+            self.last_output_at = time.monotonic()
             await self.answer(event, at_ms)
         elif isinstance(event, SessionEnded):
-            if not self.finished():
+            if not self.measured():
                 raise SessionFault(f"the server ended the session ({event.reason or 'no reason given'}) after "
                                    f"{self.next_unit} of {self.record.units} units were decided")
-            return True
-        return False
+            self.record.ended_by = "session.closed"
+
+    def decided_units(self) -> int:
+        """How many units, from the first, are decided: per-unit protocols, those the server decided; turn-based,
+        all of them once the session has all it needs, else the units whose audio was all sent before the last
+        reply ended (what came after may still be answered)."""
+        if self.protocol.per_unit:
+            return self.next_unit
+        if self.measured() and self.record.failure is None:
+            return self.record.units
+        done = [stamped.at_ms for stamped in self.record.events if isinstance(stamped.event, ReplyDone)]
+        if not done:
+            return 0
+        return sum(1 for frame in self.record.frames if frame.completes_unit is not None and frame.sent_ms <= done[-1])
 
     def check_decision(self, event: UnitDecided) -> None:
         unit = self.next_unit if event.unit is None else event.unit
@@ -297,7 +445,7 @@ async def hold_session(endpoint: Endpoint, protocol: EndpointProtocol, session, 
     live = LiveSession(endpoint, protocol, record, tools, LivePlayer(playback_delay_ms))
     audio = whole_units(samples, units)
     frames = len(audio) // (SAMPLE_RATE * endpoint.frame_ms // 1000)
-    turn_ends = turn_end_frames([t.end_s for t in session.turns if t.role == "user"], endpoint.frame_ms, frames)
+    turn_ends = turn_end_frames([t.end_s for t in session.turns if committed_turn(t)], endpoint.frame_ms, frames)
     async with client_session(endpoint) as http:
         live.ws = await connect(http, endpoint, protocol)
         try:
@@ -306,10 +454,15 @@ async def hold_session(endpoint: Endpoint, protocol: EndpointProtocol, session, 
             await run_both(live, audio, turn_ends)
         except SessionFault as err:
             record.failure = f"session {session.session_id}: {err}"
-        except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as err:
-            record.failure = f"session {session.session_id}: {describe_error(err, live)}"
+        except (aiohttp.ClientError, ConnectionError) as err:
+            record.failure = (f"session {session.session_id}: the connection failed: {type(err).__name__}: "
+                              f"{' '.join(str(err).split())[:200]}")
         finally:
             record.wall_s = time.monotonic() - live.began if live.began else 0.0
+            record.decided = live.decided_units()
+            if record.failure is not None:
+                record.failed_at_unit = min(live.next_unit if protocol.per_unit else record.decided, units)
+                await live.say_goodbye()
             if not live.ws.closed:
                 await live.ws.close()
     return record
@@ -405,14 +558,3 @@ async def run_both(live: LiveSession, audio: np.ndarray, turn_ends: set[int]) ->
             if not task.done():
                 task.cancel()
         await asyncio.gather(sending, receiving, return_exceptions=True)
-
-
-def describe_error(err: BaseException, live: LiveSession) -> str:
-    """One line for a connection-level fault during the session."""
-    if isinstance(err, asyncio.TimeoutError):
-        waited, limit = live.waiting_s, "model.event_timeout_s"
-        if live.input_done and waited < live.endpoint.event_timeout_s:
-            limit = f"model.end_timeout_s={live.endpoint.end_timeout_s} after the last frame"
-        return (f"the server sent nothing for {waited:.1f} s ({limit}) while unit {live.next_unit}'s decision was "
-                f"awaited ({live.next_unit} of {live.record.units} units decided)")
-    return f"the connection failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}"

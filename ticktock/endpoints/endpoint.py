@@ -37,6 +37,12 @@ SECRET_QUERY_KEYS = re.compile(r"(key|token|secret|password|auth|signature|sig)"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+#: The timing options and their bounds (seconds; ms for the send lag).
+TIMING_BOUNDS = (("connect_timeout_s", 0.1, 600), ("unit_timeout_s", 0.1, 3600), ("reply_timeout_s", 0.1, 3600),
+                 ("grace_s", 0.0, 600), ("end_timeout_s", 0.1, 3600), ("quiet_s", 0.05, 600),
+                 ("close_timeout_s", 0.1, 600), ("send_lag_bound_ms", 0.1, 60_000))
+
+
 class EndpointOptionError(ConfigError):
     """An endpoint option is not allowed (exit code 2): the message names the key, the value and what is allowed."""
 
@@ -68,11 +74,18 @@ class Endpoint:
 
     ``url``: its WebSocket URL (``ws://`` or ``wss://``), used as given; ``token_env``: the name of the environment
     variable holding a bearer token (sent as ``Authorization: Bearer ...``), or None; ``frame_ms``: the audio sent
-    per ``input_audio_buffer.append`` (it divides the 1000 ms unit); ``connect_timeout_s``: for the connection and
-    the server's ``session.created``; ``event_timeout_s``: the longest silence of the server while the client waits
-    for a unit's decision or the session's end; ``end_timeout_s``: after the last audio frame, the time the server
-    has to decide the remaining units; ``quiet_s`` (turn-based protocols, which never say a unit is decided): the
-    session ends once the server has sent nothing for this long after the last frame and no reply is open;
+    per ``input_audio_buffer.append`` (it divides the 1000 ms unit).
+
+    Every wait is a deadline on the monotonic clock from the moment the awaited thing became due; pings, heartbeats
+    and events of no interest never move it: ``connect_timeout_s`` for the connection and the server's
+    ``session.created``; ``unit_timeout_s`` (per-unit protocols) for each unit's decision, from the end of its
+    audio (a server that stops answering ends its session within it); ``reply_timeout_s`` (turn-based protocols)
+    for a reply's end, from its start; after the last frame, ``grace_s`` for the reply in flight once every unit is
+    decided (then the client closes anyway) and, turn-based, ``quiet_s`` without output and no reply open ends the
+    session (``end_timeout_s`` after the last frame at most); ``close_timeout_s`` for ``session.closed`` or the
+    socket's close after the client's ``session.close`` (then the client closes the socket). So a mute server costs a
+    session at most ``unit_timeout_s`` plus ``close_timeout_s`` past the end of the awaited unit's audio.
+
     ``send_lag_bound_ms``: a frame sent later than this after its time is *late* (the client machine could not keep
     real time), said in run.json and the tables; ``decoder``: the label of the server's decoding method in the
     tables when the server does not report it (``ticktock serve`` does); ``name``: the config's label.
@@ -82,9 +95,12 @@ class Endpoint:
     token_env: str | None = None
     frame_ms: int = 100
     connect_timeout_s: float = 10.0
-    event_timeout_s: float = 30.0
+    unit_timeout_s: float = 10.0
+    reply_timeout_s: float = 60.0
+    grace_s: float = 5.0
     end_timeout_s: float = 60.0
     quiet_s: float = 3.0
+    close_timeout_s: float = 5.0
     send_lag_bound_ms: float = 20.0
     decoder: str | None = None
     name: str = "endpoint"
@@ -113,9 +129,7 @@ class Endpoint:
             raise EndpointOptionError(f"model.frame_ms: must be a whole number of ms from 10 to 1000 that divides the "
                                       f"1000 ms unit (10, 20, 25, 40, 50, 100, 125, 200, 250, 500, 1000), got "
                                       f"{self.frame_ms!r}")
-        for key, least, most in (("connect_timeout_s", 0.1, 600), ("event_timeout_s", 0.1, 3600),
-                                 ("end_timeout_s", 0.1, 3600), ("quiet_s", 0.05, 600),
-                                 ("send_lag_bound_ms", 0.1, 60_000)):
+        for key, least, most in TIMING_BOUNDS:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     math.isfinite(value) and least <= value <= most):
@@ -153,6 +167,4 @@ class Endpoint:
     def describe(self) -> dict:
         """What run.json records about the endpoint: the redacted URL, the token variable's name, the options."""
         return {"url": self.shown_url, "host": self.host, "token_env": self.token_env, "frame_ms": self.frame_ms,
-                "connect_timeout_s": self.connect_timeout_s, "event_timeout_s": self.event_timeout_s,
-                "end_timeout_s": self.end_timeout_s, "quiet_s": self.quiet_s,
-                "send_lag_bound_ms": self.send_lag_bound_ms}
+                **{key: getattr(self, key) for key, _, _ in TIMING_BOUNDS}}

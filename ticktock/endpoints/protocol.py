@@ -7,6 +7,8 @@ client (``ticktock.endpoints.client``) calls them; the events the server sends b
 protocol (``ticktock.serve.client_events.parse_server_event``), since the OpenAI Realtime GA vocabulary is common to
 them.
 
+``closing`` / ``awaits_closed``: how a session ends once everything is measured (``ticktock.endpoints.client``).
+
 ``per_unit``: True when the server decides every unit itself and says so (vLLM-Omni's ``response.listen`` /
 ``response.speak``): each unit's response time, lag and deadline miss are measured; False for a turn-based server,
 which answers committed turns (``ticktock.endpoints.measure`` says what is measured then).
@@ -52,6 +54,15 @@ class EndpointProtocol:
 
     def input_ended(self) -> list[dict]:
         """The events sent after the session's last frame."""
+        return []
+
+    #: Whether the server answers the closing events with ``session.closed`` (the client waits for it, or for the
+    #: socket's close, up to ``model.close_timeout_s``); False: the client closes the socket after sending them.
+    awaits_closed = False
+
+    def closing(self) -> list[dict]:
+        """The events that end the session once it has all it measures (none by default: the client closes the
+        socket, as OpenAI Realtime GA clients do)."""
         return []
 
     def answer(self, call_id: str, output: str) -> list[dict]:

@@ -35,6 +35,7 @@ from statistics import median
 from omegaconf import DictConfig, OmegaConf
 
 from ticktock.endpoints.endpoint import Endpoint, EndpointOptionError
+from ticktock.errors import SessionsUnfinished
 from ticktock.endpoints.protocol import EndpointProtocol
 
 CLOCK = "live"
@@ -220,22 +221,27 @@ def replay_live_run(cfg: DictConfig, run_dir: Path, endpoint: Endpoint, protocol
     finally:
         counts = writer.consolidate()
         writer.write_run_json({**meta, "status": status, "finished": time.time(), "skipped_sessions": outcome.skipped,
-                               "failed_sessions": outcome.failed,
+                               "failed_sessions": outcome.failed, "partial_sessions": outcome.partial,
+                               "session_endings": outcome.endings,
                                "send_lag": send_lag(run_dir / "chunks.parquet", endpoint.send_lag_bound_ms),
                                "row_counts": counts, "heartbeat": heartbeat(counts.get("sessions", 0))})
     return LiveRunSummary(run_dir, labels["run_id"], counts.get("sessions", 0), len(outcome.skipped),
-                          len(outcome.failed), counts, live_stats(run_dir / "chunks.parquet"), labels["clock"])
+                          len(outcome.failed), counts, live_stats(run_dir / "chunks.parquet"), labels["clock"],
+                          protocol.per_unit, len(outcome.partial))
 
 
 @dataclass
 class LiveOutcome:
-    """What a live run's sessions did beyond their rows: skipped (bad audio), failed (one line each)."""
+    """What a live run's sessions did beyond their rows: skipped (bad audio), failed (nothing decided: one line
+    each), partial (ended early: the units decided before are written apart, ``RunWriter.write_partial``)."""
 
     skipped: list = None
     failed: list = None
+    partial: list = None
+    endings: dict = None  # how the sessions ended (``LiveRecord.ended_by``) -> how many
 
     def __post_init__(self):
-        self.skipped, self.failed = [], []
+        self.skipped, self.failed, self.partial, self.endings = [], [], [], {}
 
 
 def send_lag(chunks_path: Path, bound_ms: float) -> dict:
@@ -317,29 +323,43 @@ async def hold_one(cfg, endpoint, protocol, session, tools, delay_ms, outcome: L
 
 def fail(outcome: LiveOutcome, session_id: str, reason: str) -> None:
     outcome.failed.append({"session_id": session_id, "error": reason})
-    print(f"endpoint: {reason}: session failed, nothing of it written (a rerun replays it); the run goes on",
+    print(f"endpoint: {reason}: session failed, nothing of it decided (a rerun replays it); the run goes on",
           file=sys.stderr)
 
 
 def finish_session(cfg, protocol, session, record, writer, labels, settings, slot, start_ms,
                    outcome: LiveOutcome) -> None:
-    """Write a held session's rows, or record its failure."""
+    """Write a held session's rows: all of them when it finished; when it failed, the units decided before the
+    failure, apart (a partial session), or nothing when none was (a failed session)."""
     from ticktock.endpoints.measure import chunk_rows, measure_units, session_row
     from ticktock.results.fingerprint import session_fingerprint
 
-    if record.failure is not None:
+    ending = record.ended_by or "not ended"
+    outcome.endings[ending] = outcome.endings.get(ending, 0) + 1
+    if record.failure is not None and record.decided == 0:
         fail(outcome, session.session_id, record.failure)
         return
     delay_ms = float(cfg.get("playback_delay_ms") or 0.0)
-    units = measure_units(record, protocol.per_unit)
+    units = measure_units(record, protocol.per_unit)[: record.decided]
     chunks = chunk_rows(record, units, session, labels, protocol.per_unit, settings.sessions, slot, delay_ms)
     row = session_row(record, units, session, labels, chunks, protocol.per_unit, settings.sessions, slot, start_ms,
                       delay_ms)
-    writer.write_session(session.session_id, chunks, {**row, **session_fingerprint(session, None)}, [])
+    row = {**row, **session_fingerprint(session, None)}
+    if record.failure is None:
+        writer.write_session(session.session_id, chunks, row, [])
+        return
+    writer.write_partial(session.session_id, chunks, row)
+    outcome.partial.append({"session_id": session.session_id, "reason": record.failure,
+                            "failed_at_unit": record.failed_at_unit, "units_decided": record.decided,
+                            "units": record.units})
+    print(f"endpoint: {record.failure}: session partial, its {record.decided} decided units of {record.units} "
+          "written apart (partial/; in no table; a rerun replays it); the run goes on", file=sys.stderr)
 
 
 @dataclass
 class LiveRunSummary:
+    """What a live run did, for its summary line (``line``) and its exit code (``check_finished``)."""
+
     run_dir: Path
     run_id: str
     sessions: int
@@ -348,15 +368,27 @@ class LiveRunSummary:
     counts: dict
     stats: dict
     clock: str
+    per_unit: bool = True
+    partial: int = 0
 
     def line(self) -> str:
+        """One line: the sessions complete, partial and failed, the units, and the figures the protocol measures
+        (per-unit protocols: response time, speak time and deadline misses; turn-based: reply times only)."""
         s = self.stats
-        failed = f", {self.failed} failed" if self.failed else ""
-        misses = f"{100 * s['miss_rate']:.1f}%" if s.get("miss_rate") is not None else "not measured (per-turn)"
-        return (f"run {self.run_id}: {self.sessions} sessions ({self.skipped} skipped{failed}), "
+        misses = (f" | deadline misses {100 * s['miss_rate']:.1f}%" if s.get("miss_rate") is not None
+                  else " | deadline misses: none measured" if self.per_unit
+                  else " | deadline misses not measured (turn-based protocol: no per-unit decisions)")
+        return (f"run {self.run_id}: {self.sessions} sessions complete, {self.partial} partial, {self.failed} failed "
+                f"({self.skipped} skipped), "
                 f"{self.counts.get('chunks', 0)} units | response p50 {s.get('response_p50_ms', float('nan')):.1f} ms "
-                f"({self.clock}) | speak {s.get('speak_ms', float('nan')):.1f} ms | deadline misses {misses} | "
-                f"-> {self.run_dir}")
+                f"({self.clock}) | speak {s.get('speak_ms', float('nan')):.1f} ms{misses} | -> {self.run_dir}")
+
+    def check_finished(self) -> None:
+        """``SessionsUnfinished`` (exit 6) when a session failed or ended early."""
+        if self.failed or self.partial:
+            raise SessionsUnfinished(f"{self.partial + self.failed} of {self.sessions + self.partial + self.failed} "
+                                     f"sessions did not finish ({self.partial} partial, {self.failed} failed; "
+                                     f"run.json of {self.run_dir} says why); the same command again replays them")
 
 
 def live_stats(path: Path) -> dict:

@@ -3,15 +3,25 @@ vLLM-Omni's MiniCPM-o 4.5 deployment.
 
 The duplex contract is asked for with ``duplex=1`` in the URL's query: added when the URL given has no ``duplex``
 key, so ``model.url=ws://host:8099/v1/realtime`` needs no quoting on the command line. The server decides every 1000 ms unit itself (``response.listen`` / ``response.speak``), so every unit's response
-time is measured. The client commits once, after the last frame (the end of the input: the server closes the last
-partial unit and ends the session with ``session.closed`` once every unit is decided), and acknowledges the speech
-it has played with ``playback.ack`` (the server keeps its history honest with it).
+time is measured. What the events mean there, and so what the client sends:
+
+- ``input_audio_buffer.commit`` is a *turn* commit (the server answers ``input_audio_buffer.committed`` and may
+  start a response; the session stays open), so the client never sends one: the duplex model decides every unit
+  itself, and a commit would change what it is asked. The audio is sent in whole units, so the last unit closes by
+  itself.
+- The session ends only on ``session.close`` (answered ``session.closed``, then the socket closes), on the socket's
+  close (vLLM-Omni keeps the session for a resume), or when idle for the server's idle timeout. The client sends
+  ``session.close`` once every unit is decided and the reply in flight has ended (``model.grace_s``), and waits for
+  ``session.closed`` or the socket's close (``model.close_timeout_s``).
+- ``playback.ack`` tells how much of the speech the client has played (the server keeps its history honest).
 
     >>> protocol = VllmOmniDuplex()
     >>> protocol.url("ws://127.0.0.1:8099/v1/realtime"), protocol.url("ws://h/v1/realtime?duplex=true&model=m")
     ('ws://127.0.0.1:8099/v1/realtime?duplex=1', 'ws://h/v1/realtime?duplex=true&model=m')
-    >>> protocol.per_unit, [e["type"] for e in protocol.input_ended()], protocol.played(1200.0, "resp_1")[0]["played_ms"]
-    (True, ['input_audio_buffer.commit'], 1200.0)
+    >>> protocol.per_unit, protocol.input_ended(), [e["type"] for e in protocol.closing()]
+    (True, [], ['session.close'])
+    >>> protocol.played(1200.0, "resp_1")[0]["played_ms"]
+    1200.0
 """
 
 from __future__ import annotations
@@ -33,8 +43,10 @@ class VllmOmniDuplex(EndpointProtocol):
         query = f"{parts.query}&duplex=1" if parts.query else "duplex=1"
         return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
-    def input_ended(self) -> list[dict]:
-        return [client_events.commit()]
+    awaits_closed = True
+
+    def closing(self) -> list[dict]:
+        return [client_events.session_close()]
 
     def played(self, played_ms: float, response_id: str | None) -> list[dict]:
         return [client_events.playback_ack(played_ms, response_id)]

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ticktock.adapters.checkpoint import check_weights
 from ticktock.sessions.audio import AudioError
-from ticktock.errors import ConfigError
+from ticktock.errors import ConfigError, SessionsUnfinished
 from ticktock.sessions.manifest import AUDIO_DURATION_POLICIES, check_audio_durations
 from ticktock.replay.resources import register_resolver, resource_path
 from ticktock.replay.shards import ShardPlan, ShardSpec
@@ -457,6 +457,13 @@ class RunSummary:
             f"post-audio mean {s.get('post_audio_ms', 0):.1f} ms ({s.get('clock')}) | speak {s.get('speak_ms', 0):.1f} ms | "
             f"#MAT {s.get('mat', 0):.2f} | deadline misses {100 * s.get('miss_rate', 0):.1f}% | -> {self.run_dir}"
         )
+
+    def check_finished(self) -> None:
+        """``SessionsUnfinished`` (exit 6) when a session failed (the watchdog stopped it): the run wrote the others,
+        and the same command again replays it."""
+        if self.failed:
+            raise SessionsUnfinished(f"{self.failed} of {self.sessions + self.failed} sessions did not finish "
+                                     f"(run.json of {self.run_dir} says why); the same command again replays them")
 
 
 def chunk_stats(path: Path, clock: str) -> dict:

@@ -86,6 +86,9 @@ def in_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table.select(schema.names)
 
 
+PARTIAL = "partial"  # the folder (under parts/ and the run folder) of sessions that ended early
+
+
 class RunWriter:
     def __init__(self, run_dir: Path, identity: dict, overwrite: bool = False):
         self.run_dir = Path(run_dir)
@@ -109,6 +112,8 @@ class RunWriter:
     def _clear(self) -> None:  # run.lock stays: the running process holds it
         if self.parts.is_dir():
             shutil.rmtree(self.parts)
+        if (self.run_dir / PARTIAL).is_dir():
+            shutil.rmtree(self.run_dir / PARTIAL)
         for name in [*(f"{t}.parquet" for t in TABLES), "run.json"]:
             (self.run_dir / name).unlink(missing_ok=True)
 
@@ -135,20 +140,47 @@ class RunWriter:
             (self.parts / f"{key}.{name}.parquet").unlink(missing_ok=True)
 
     def write_session(self, session_id: str, chunks: list[dict], session: dict, forwards: list[dict]) -> None:
+        """Write a completed session's parts (its sessions part last: the completion mark); a partial record of it
+        from an earlier attempt goes."""
         key = part_key(session_id)
         write_table(self.parts / f"{key}.chunks.parquet", chunks, TABLES["chunks"])
         write_table(self.parts / f"{key}.forwards.parquet", forwards, TABLES["forwards"])
         write_table(self.parts / f"{key}.sessions.parquet", [session], TABLES["sessions"])
+        for name in ("sessions", "chunks"):
+            (self.parts / PARTIAL / f"{key}.{name}.parquet").unlink(missing_ok=True)
+
+    def write_partial(self, session_id: str, chunks: list[dict], session: dict) -> None:
+        """Write what a session that ended early decided (``parts/partial/``): it stays out of the run's tables and
+        of the completed sessions, so a rerun replays it (and ``write_session`` then removes this record); the
+        run folder's ``partial/`` tables gather them (``consolidate``)."""
+        key, folder = part_key(session_id), self.parts / PARTIAL
+        with results_written(folder):
+            folder.mkdir(parents=True, exist_ok=True)
+        write_table(folder / f"{key}.chunks.parquet", chunks, TABLES["chunks"])
+        write_table(folder / f"{key}.sessions.parquet", [session], TABLES["sessions"])
 
     def consolidate(self) -> dict[str, int]:
-        """Rewrite the three top-level tables from the completed parts; returns row counts."""
-        complete = {p.name.removesuffix(".sessions.parquet") for p in self.parts.glob("*.sessions.parquet")}
+        """Rewrite the three top-level tables from the completed parts, and ``partial/`` from the partial ones
+        (removed when there are none); returns the completed tables' row counts (``partial_chunks`` too, when any)."""
+        counts = self._gather(self.parts, self.run_dir, TABLES)
+        partial = {name: TABLES[name] for name in ("sessions", "chunks")}
+        if any((self.parts / PARTIAL).glob("*.sessions.parquet")):
+            with results_written(self.run_dir / PARTIAL):
+                (self.run_dir / PARTIAL).mkdir(exist_ok=True)
+            counts["partial_chunks"] = self._gather(self.parts / PARTIAL, self.run_dir / PARTIAL, partial)["chunks"]
+        elif (self.run_dir / PARTIAL).is_dir():
+            shutil.rmtree(self.run_dir / PARTIAL)
+        return counts
+
+    @staticmethod
+    def _gather(parts: Path, into: Path, tables: dict) -> dict[str, int]:
+        complete = {p.name.removesuffix(".sessions.parquet") for p in parts.glob("*.sessions.parquet")}
         counts = {}
-        for name, schema in TABLES.items():
-            paths = sorted(self.parts / f"{key}.{name}.parquet" for key in complete)
-            tables = [in_schema(pq.read_table(p), schema) for p in paths]
-            table = pa.concat_tables(tables) if tables else pa.Table.from_pylist([], schema=schema)
-            write_table(self.run_dir / f"{name}.parquet", table, schema)
+        for name, schema in tables.items():
+            paths = sorted(parts / f"{key}.{name}.parquet" for key in complete)
+            found = [in_schema(pq.read_table(p), schema) for p in paths]
+            table = pa.concat_tables(found) if found else pa.Table.from_pylist([], schema=schema)
+            write_table(into / f"{name}.parquet", table, schema)
             counts[name] = table.num_rows
         return counts
 
