@@ -10,11 +10,15 @@ replay engine's stack frame: deliberate introspection, which only the behavioura
 
 from __future__ import annotations
 
+import re
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from ticktock.conformance.checks import FAIL, PASS, table
 from ticktock.conformance.decoder import SETTINGS, certify_decoder
-from ticktock.conformance.decoder_checks import NO_PEEKING
+from ticktock.conformance.decoder_checks import NO_PEEKING, TOKENS
 from ticktock.conformance.perturbations import DESCRIPTIONS
 from ticktock.decoders.ar import ARDecoder
 from ticktock.sessions.audio import SAMPLE_RATE, rms_dbfs
@@ -98,8 +102,11 @@ def test_a_decoder_that_drafts_when_the_future_is_loud_is_caught(peeker, referen
     for check in (c for c in results if c.prop == NO_PEEKING):
         assert check.result == FAIL, table(results)
         assert check.where.startswith("session ") and ", chunk " in check.where, check.where
-        assert " was replaced by " in check.detail and check.detail.rsplit(" was replaced by ", 1)[1] in \
-            DESCRIPTIONS.values(), check.detail
+        if peeker == "FramePeeker":  # it reads through the replay's audio source: caught at the read itself
+            assert check.detail.startswith("its idle window read the audio up to "), check.detail
+        else:  # behind the source's back: caught by what it does when the future is replaced
+            assert " was replaced by " in check.detail and check.detail.rsplit(" was replaced by ", 1)[1] in \
+                DESCRIPTIONS.values(), check.detail
     assert all(c.result == PASS for c in results if c.prop != NO_PEEKING), table(results)  # lossless otherwise
 
 
@@ -120,3 +127,41 @@ def test_an_honest_decoder_drafting_on_the_arrived_audio_passes(references):
     results = certify_decoder("speclisten_stream", settings=(SETTINGS[0], SETTINGS[2]), references=references,
                               **FIXTURE)
     assert [c.result for c in results if c.prop == NO_PEEKING] == [PASS, PASS], table(results)
+
+
+class CostPeeker(ARDecoder):
+    """AR's tokens, but in every idle window it reads the whole next chunk through the replay's audio source (found
+    up the stack, as ``FramePeeker`` finds the replay loop's) and encodes it without advancing the front-end: the read changes only
+    the window's cost, and the same cost whatever the audio holds, so no perturbation of the future changes a token,
+    a forward or a charge."""
+
+    def idle(self, window) -> None:
+        import sys
+
+        frame = sys._getframe()
+        while frame is not None and not (hasattr(frame.f_locals.get("audio"), "chunk") and "span" in frame.f_locals):
+            frame = frame.f_back
+        source, span = frame.f_locals["audio"], frame.f_locals["span"]  # the engine's idle call: the chunk drafted
+        window.encode(source.chunk(span), peek=True)
+
+
+def test_a_decoder_whose_early_read_changes_only_its_cost_is_caught_naming_the_chunk_and_how_far_ahead(references):
+    results = certify_decoder("ar", overrides=hostile("CostPeeker"), settings=SETTINGS[:1], references=references,
+                              **FIXTURE)
+    peeking = [c for c in results if c.prop == NO_PEEKING]
+    assert [c.result for c in peeking] == [FAIL], table(results)
+    assert peeking[0].where.startswith("session ") and peeking[0].where.endswith(", chunk 0"), peeking[0].where
+    assert re.fullmatch(r"its idle window read the audio up to 1\.000 s when 0\.000 s had arrived "
+                        r"\(1\.000 s ahead\); \d+ more early reads", peeking[0].detail), peeking[0].detail
+    assert [c.result for c in results if c.prop == TOKENS] == [PASS], table(results)  # its tokens are AR's
+
+
+def test_the_engines_own_reads_and_an_honest_streaming_decoders_are_not_early(references):
+    """The engine reads each chunk's audio before the decoder drafts it (for the arriving-audio buffer) and after it
+    arrives: neither is the decoder's. speclisten_stream reads only what the window hands out."""
+    from ticktock.conformance.replays import replay
+    from ticktock.replay.runner import compose_run
+
+    for decoder in ("ar", "speclisten_stream"):
+        cfg = compose_run(decoder, "fixture", 1, ["limit.chunks=3", "limit.sessions=1", "progress=false"])
+        assert replay(cfg, Path(tempfile.mkdtemp()) / decoder, capture_caches=False).recorder.early_reads == []

@@ -198,6 +198,27 @@ def before_cut(result: Replay, cut_ms: dict[str, float]) -> dict[str, list]:
     return seen
 
 
+def early_read(subject: Replay, setting: str) -> Check | None:
+    """A failed check naming the first read of the session's audio, while the decoder worked, past what had arrived
+    (``ticktock.conformance.observe.EarlyRead``: whatever the decoder did with it, even only spending time); None
+    when there was none.
+
+    >>> from ticktock.conformance.observe import EarlyRead, Recorder
+    >>> recorder = Recorder(capture_caches=False)
+    >>> recorder.early_reads.append(EarlyRead("s1", 3, "idle", 4.0, 3.25))
+    >>> early_read(Replay(None, [], [], [], recorder), "fixture, greedy").counterexample()
+    'session s1, chunk 3: its idle window read the audio up to 4.000 s when 3.250 s had arrived (0.750 s ahead)'
+    """
+    if not subject.recorder.early_reads:
+        return None
+    read = subject.recorder.early_reads[0]
+    more = len(subject.recorder.early_reads) - 1
+    return Check(NO_PEEKING, setting, False, f"session {read.session_id}, chunk {read.chunk_index}",
+                 f"its {_WORK_NAMES.get(read.work, read.work)} read the audio up to {read.read_end_s:.3f} s when "
+                 f"{read.arrived_s:.3f} s had arrived ({read.ahead_s:.3f} s ahead)"
+                 + (f"; {more} more early reads" if more else ""))
+
+
 def no_early_audio(subject: Replay, cuts: list[tuple[dict[str, float], str, str, Replay]], setting: str) -> Check:
     """``cuts``: (each session's cut on the run's clock in ms, the cut in words, what replaced the audio after it, the
     replay with that audio); ``subject`` is the replay with the real audio. The first event before a cut that differs

@@ -11,7 +11,12 @@ configs, then
   ``start_session`` is the adapter's own work, not a decoder's, and is not recorded;
 - the decoder is observed in place (``observe_decoder``): while it works on a chunk (``decode_chunk``, ``idle``)
   the record knows which session, chunk and kind of work each forward belongs to, and after ``decode_chunk`` the
-  adapter's KV cache is captured (``CacheImages``).
+  adapter's KV cache is captured (``CacheImages``);
+- every read of a recording's audio (``ticktock.replay.audio_source.RecordedAudio.chunk``, while
+  ``audio_reads_watched``) made while a decoder works is checked against what has arrived by then: the whole chunk
+  in ``decode_chunk``, the part the idle window's arriving audio hands out in ``idle``. A read that ends later is
+  an ``EarlyRead``, whatever the decoder does with it (the engine's own reads, outside the decoder's work, are the
+  replay's).
 
 Nothing here changes what the model computes or what the decoder decides: both keep their own objects and
 methods (each instrumented object's class becomes a subclass of its own that records, then calls the original),
@@ -35,6 +40,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable, Iterator
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -57,17 +63,70 @@ class ForwardCall:
     inputs: str
 
 
+@dataclass(frozen=True)
+class EarlyRead:
+    """A read of a session's audio, by a decoder at work on ``chunk_index`` (``work``: post_audio or idle), that
+    ends at ``read_end_s`` into the session when only ``arrived_s`` had arrived."""
+
+    session_id: str | None
+    chunk_index: int
+    work: str
+    read_end_s: float
+    arrived_s: float
+
+    @property
+    def ahead_s(self) -> float:
+        return self.read_end_s - self.arrived_s
+
+
+READ_SLACK_S = 1.0 / 16_000  # one sample: a read ending within it of the arrived audio is not early
+
+
 class Recorder:
-    """What one certify replay saw of its model: ``calls`` (every ``ForwardCall`` in order) and ``caches`` (the
-    KV cache after each chunk's post-audio work, when ``capture_caches``). ``key`` names it in the wrapped configs."""
+    """What one certify replay saw of its model: ``calls`` (every ``ForwardCall`` in order), ``caches`` (the
+    KV cache after each chunk's post-audio work, when ``capture_caches``) and ``early_reads`` (every ``EarlyRead``
+    of the session's audio). ``key`` names it in the wrapped configs."""
 
     def __init__(self, capture_caches: bool = True):
         self.key = uuid.uuid4().hex
         self.calls: list[ForwardCall] = []
         self.caches = CacheImages() if capture_caches else None
+        self.early_reads: list[EarlyRead] = []
         self._work: dict[int, tuple[str | None, int, str]] = {}  # id(adapter) -> (session, chunk, work)
+        self._arrival: dict[int, tuple] = {}  # id(greenlet) -> (session, chunk, work, seconds arrived by now)
         self._quiet = 0
         _RECORDERS[self.key] = self
+
+    @contextmanager
+    def arrival(self, session_id: str | None, chunk_index: int, work: str,
+                arrived_s: Callable[[], float]) -> Iterator[None]:
+        """Inside this block a decoder works on ``chunk_index``; ``arrived_s()`` is how much of the session's audio
+        has arrived (seconds). Kept per greenlet: sessions sharing a device each run in their own."""
+        from greenlet import getcurrent
+
+        key = id(getcurrent())
+        outer = self._arrival.get(key)
+        self._arrival[key] = (session_id, chunk_index, work, arrived_s)
+        try:
+            yield
+        finally:
+            if outer is None:
+                self._arrival.pop(key, None)
+            else:
+                self._arrival[key] = outer
+
+    def audio_read(self, end_s: float) -> None:
+        """A read of the session's audio up to ``end_s``: an ``EarlyRead`` when a decoder is at work and less had
+        arrived."""
+        from greenlet import getcurrent
+
+        working = self._arrival.get(id(getcurrent()))
+        if working is None:
+            return
+        session_id, chunk_index, work, arrived_s = working
+        arrived = arrived_s()
+        if end_s > arrived + READ_SLACK_S:
+            self.early_reads.append(EarlyRead(session_id, chunk_index, work, end_s, arrived))
 
     @contextmanager
     def working(self, adapter, session_id: str | None, chunk_index: int, work: str):
@@ -249,21 +308,47 @@ def _observed_decoder_class(base: type) -> type:
         _certify_observed = True
 
         def start_session(self, session) -> None:
-            self._certify_session = session.session_id
+            self._certify_session, self._certify_spans = session.session_id, session.chunk_spans()
             super().start_session(session)
 
         def decode_chunk(self, step) -> None:
-            recorder = self._certify_recorder
-            with recorder.working(step.adapter, self._certify_session, step.chunk_index, POST_AUDIO_WORK):
+            recorder, index = self._certify_recorder, step.chunk_index
+            end_s = self._certify_spans[index].end_s  # the chunk's audio has arrived, all of it
+            with recorder.working(step.adapter, self._certify_session, index, POST_AUDIO_WORK), \
+                    recorder.arrival(self._certify_session, index, POST_AUDIO_WORK, lambda: end_s):
                 super().decode_chunk(step)
-            recorder.capture_cache(self._certify_session, step.chunk_index, step.adapter)
+            recorder.capture_cache(self._certify_session, index, step.adapter)
 
         def idle(self, window) -> None:
-            with self._certify_recorder.working(window.adapter, self._certify_session, window.chunk_index, IDLE_WORK):
+            recorder, index = self._certify_recorder, window.chunk_index
+            start_s = self._certify_spans[index].start_s  # and what the window's arriving audio has handed out
+            with recorder.working(window.adapter, self._certify_session, index, IDLE_WORK), \
+                    recorder.arrival(self._certify_session, index, IDLE_WORK,
+                                     lambda: start_s + window.arrived_ms() / 1000.0):
                 super().idle(window)
 
     Observed.__name__ = Observed.__qualname__ = f"Observed{base.__name__}"
     return Observed
+
+
+@contextmanager
+def audio_reads_watched(recorder: Recorder) -> Iterator[None]:
+    """Inside this block every read of a recording's audio (``RecordedAudio.chunk``: the engine's, and any other
+    made through the replay's audio source) is told to ``recorder`` (``Recorder.audio_read``) before it is made; the
+    samples read are the recording's own."""
+    from ticktock.replay.audio_source import RecordedAudio
+
+    original = RecordedAudio.chunk
+
+    def chunk(source, span):
+        recorder.audio_read(span.end_s)
+        return original(source, span)
+
+    RecordedAudio.chunk = chunk
+    try:
+        yield
+    finally:
+        RecordedAudio.chunk = original
 
 
 def observed_adapter(inner: DictConfig, recorder: str):

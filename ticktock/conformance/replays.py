@@ -23,7 +23,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from ticktock.conformance.checks import Check
-from ticktock.conformance.observe import Recorder, observed_config
+from ticktock.conformance.observe import Recorder, audio_reads_watched, observed_config
 from ticktock.decoders.counters import POST_AUDIO
 
 # Columns measured in wall time: they differ between two runs of one config and are never compared.
@@ -81,7 +81,8 @@ def replay(cfg: DictConfig, run_dir: Path, capture_caches: bool = True) -> Repla
     from ticktock.replay.runner import run
 
     recorder = Recorder(capture_caches)
-    run(observed_config(cfg, recorder), run_dir)
+    with audio_reads_watched(recorder):
+        run(observed_config(cfg, recorder), run_dir)
     failed = json.loads((run_dir / "run.json").read_text()).get("failed_sessions") or []
     if failed:
         raise ReplayTimedOut(failed)
