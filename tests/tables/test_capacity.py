@@ -2,6 +2,7 @@
 table and figure from hand-made runs."""
 
 import hashlib
+import json
 import math
 from pathlib import Path
 
@@ -294,4 +295,37 @@ def test_a_capacity_with_no_failing_n_prints_as_a_lower_bound_and_bounds_the_rat
     assert formatted["capacity"].tolist() == [">= 2", "4"]
     assert formatted["x AR"].tolist() == ["1.00", "<= 2.00"]
     build_report(results, tmp_path / "out", formats=("md",))
-    assert "| m | ar | no | >= 2 | 1.00 |" in (tmp_path / "out" / "capacity.md").read_text()
+    assert "| m | ar | no | \\>= 2 | 1.00 |" in (tmp_path / "out" / "capacity.md").read_text()  # ">" escaped
+
+
+# --- sessions a run did not serve --------------------------------------------------------------------------------
+
+
+def with_unserved(folder: Path, failed: list[str] = (), partial: list[str] = ()) -> Path:
+    """The run in ``folder`` with run.json's ``failed_sessions`` (refused) and ``partial_sessions`` (ended early), as
+    a live run writes them."""
+    meta = json.loads((folder / "run.json").read_text())
+    meta["failed_sessions"] = [{"session_id": s, "error": "the server refused the session (server_full)"} for s in failed]
+    meta["partial_sessions"] = [{"session_id": s, "reason": "the server closed the connection", "failed_at_unit": 3,
+                                 "units_decided": 3, "units": 6} for s in partial]
+    (folder / "run.json").write_text(json.dumps(meta))
+    return folder
+
+
+def test_refused_sessions_are_not_held_a_server_holding_two_has_capacity_two_not_at_least_three(tmp_path):
+    write_run(tmp_path / "ar-N1", "ar", rows(0))
+    write_run(tmp_path / "ar-N2", "ar", rows(0), sharing=concurrency(2))
+    with_unserved(write_run(tmp_path / "ar-N3", "ar", rows(0), sharing=concurrency(3)), failed=["s3"])  # held 2 of 3
+    records = capacity_table(load_results([str(tmp_path)])).formatted().to_dict("records")
+    assert [(r["capacity"], r["N failing"]) for r in records] == [("2", "3 (1 session failed)")]
+
+
+def test_a_partial_session_fails_its_n_and_an_old_run_json_without_the_keys_counts_none(tmp_path):
+    write_run(tmp_path / "ar-N1", "ar", rows(0))
+    write_run(tmp_path / "ar-N2", "ar", rows(0), sharing=concurrency(2))  # written before either key: all served
+    with_unserved(write_run(tmp_path / "ar-N4", "ar", rows(0), sharing=concurrency(4)), partial=["s", "s2"])
+    data = capacity_data(load_results([str(tmp_path)]))
+    assert data[["N", "passes", "shortfall"]].to_dict("records") == [
+        {"N": 1, "passes": True, "shortfall": ""}, {"N": 2, "passes": True, "shortfall": ""},
+        {"N": 4, "passes": False, "shortfall": "2 sessions partial"}]
+    assert set(data["capacity"]) == {2} and not data["lower bound"].any()

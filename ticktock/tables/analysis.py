@@ -23,8 +23,8 @@ from dataclasses import replace
 import pandas as pd
 
 from ticktock.tables import metrics
-from ticktock.tables.common import (Table, clock_label, encode_scale_note, provenance_notes, run_names, setup_columns,
-                                    setup_label, single_session, varying)
+from ticktock.tables.common import (Table, clock_label, encode_scale_note, paper_columns_kept, provenance_notes,
+                                    run_names, setup_columns, setup_label, single_session, varying)
 from ticktock.tables.load import Cell, Results, Setup, decoder_order
 from ticktock.tables.paper import paper_note, paper_value
 
@@ -185,7 +185,7 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     shared the device."""
     cells = sharing_cells(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
-    columns = [*shown_names(results, shown), "group", "greedy", "real weights", "N", "decoder", "label",
+    columns = [*shown_names(results, shown), "group", "greedy", "real weights", "paper kind", "N", "decoder", "label",
                "draft policy", "batching", "batched encodings", "is baseline", "baseline run", *FIG4C_METRICS,
                *UTILISATION]
     label = _fig4c_labeller(cells)
@@ -196,6 +196,7 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
         chunks, tools = cell.chunks, cell.chunks[metrics.tool_mask(cell.chunks)]
         rows.append({**setup_columns(cell.setup, shown), "group": group_label(cell.setup),
                      "greedy": cell.setup.temperature == 0, "real weights": not cell.setup.random_weights,
+                     "paper kind": not cell.setup.live and cell.setup.encode_scale == 1.0,  # in process, as profiled
                      "N": cell.setup.concurrency,
                      "decoder": cell.decoder, "label": label(cell), "draft policy": cell.setup.draft_policy,
                      "batching": cell.setup.batching, "batched encodings": cell.setup.batch_encodings,
@@ -406,6 +407,7 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
         frame["batched encodings"] = ["yes" if flag else "no" for flag in encodings]
     comparable = data["greedy"].astype(bool) & ~data["batching"].astype(bool) & ~encodings  # the paper: batch 1
     comparable &= pd.Series(data.get("real weights", True), index=data.index).astype(bool)  # no random weights
+    comparable &= pd.Series(data.get("paper kind", True), index=data.index).astype(bool)  # not live, no what-if
     for column in FIG4C_METRICS[:-2]:
         frame[column] = data[column]
         if column in FIG4C_PAPER:
@@ -430,8 +432,10 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
     for _, row in data[data["baseline run"] == ""].iterrows():
         notes.append(f"no {baseline} run at N={row['N']} with the device shared as for {row['label']} ({row['group']}): "
                      "no speedups there")
-    notes += ["paper columns: the paper's Streaming SLM values on FDB v3 at the same N (greedy, unbatched rows only); its "
-              "N = 1 tool speedup was measured on the wall clock; the paper's models differ from ours", paper_note("fig4c")]
+    frame, notes = paper_columns_kept(frame, notes, [
+        "paper columns: the paper's Streaming SLM values on FDB v3 at the same N (greedy, unbatched rows of real "
+        "weights replayed in process only, none for a live run); its N = 1 tool speedup was measured on the wall "
+        "clock; the paper's models differ from ours", paper_note("fig4c")])
     formats = {"speak speedup": ".2f", "tool speedup": ".2f", "deadline-miss rate": ".1%",
                "tool deadline-miss rate": ".1%", "mean max lag ms": ".1f", "mean device wait ms": ".1f",
                **dict.fromkeys(UTILISATION, ".1%")}

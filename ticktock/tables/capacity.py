@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -65,12 +65,15 @@ class CapacityCriteria:
 @dataclass(frozen=True)
 class Verdict:
     """One run (or cell) against the criteria: its deadline-miss rate, the 95th percentile of its response onsets
-    (NaN without onset chunks), how many onset chunks, and whether it passes."""
+    (NaN without onset chunks), how many onset chunks, whether it passes, and how many of its sessions failed or
+    ended early (``unserved``: any fails the N, whatever its chunks say)."""
 
     miss_rate: float
     p95_onset_ms: float
     onsets: int
     passes: bool
+    failed: int = 0
+    partial: int = 0
 
 
 def verdict(chunks: pd.DataFrame, criteria: CapacityCriteria = CapacityCriteria()) -> Verdict:
@@ -82,11 +85,11 @@ def verdict(chunks: pd.DataFrame, criteria: CapacityCriteria = CapacityCriteria(
     >>> chunks = pd.DataFrame({"missed_deadline": [False, False, False, True], "is_onset": [True, True, False, True],
     ...                        "response_ms": [100.0, 300.0, 900.0, 500.0]})
     >>> verdict(chunks)
-    Verdict(miss_rate=0.25, p95_onset_ms=480.0, onsets=3, passes=False)
+    Verdict(miss_rate=0.25, p95_onset_ms=480.0, onsets=3, passes=False, failed=0, partial=0)
     >>> verdict(chunks, CapacityCriteria(max_miss_rate=0.25))
-    Verdict(miss_rate=0.25, p95_onset_ms=480.0, onsets=3, passes=True)
+    Verdict(miss_rate=0.25, p95_onset_ms=480.0, onsets=3, passes=True, failed=0, partial=0)
     >>> verdict(chunks.assign(is_onset=False, missed_deadline=False))
-    Verdict(miss_rate=0.0, p95_onset_ms=nan, onsets=0, passes=True)
+    Verdict(miss_rate=0.0, p95_onset_ms=nan, onsets=0, passes=True, failed=0, partial=0)
     """
     missed = chunks["missed_deadline"].dropna().astype(bool)
     onsets = chunks.loc[chunks["is_onset"].fillna(False).astype(bool), "response_ms"].dropna()
@@ -97,19 +100,53 @@ def verdict(chunks: pd.DataFrame, criteria: CapacityCriteria = CapacityCriteria(
     return Verdict(miss_rate, p95, len(onsets), bool(passes))
 
 
+def unserved(result: Verdict, failed: list[str], partial: list[str]) -> Verdict:
+    """``result`` with the sessions its run did not serve to the end: ``failed`` (refused, or stopped with nothing
+    written) and ``partial`` (ended early with some units written); either fails it.
+
+    >>> unserved(Verdict(0.0, 120.0, 4, True), ["s3"], [])
+    Verdict(miss_rate=0.0, p95_onset_ms=120.0, onsets=4, passes=False, failed=1, partial=0)
+    """
+    return replace(result, passes=result.passes and not failed and not partial, failed=len(failed),
+                   partial=len(partial))
+
+
+def unserved_sessions(cell: Cell) -> tuple[list[str], list[str]]:
+    """The sessions the cell's runs did not serve to the end: run.json ``failed_sessions`` and ``partial_sessions``
+    (lists of objects with a ``session_id``; a run written before either key existed has none), each id once.
+
+    >>> from ticktock.tables.load import Run, Setup
+    >>> meta = {"failed_sessions": [{"session_id": "s3", "error": "refused: server full"}],
+    ...         "partial_sessions": [{"session_id": "s2", "reason": "closed", "failed_at_unit": 4}]}
+    >>> run = Run(Path("r"), meta, pd.DataFrame(), pd.DataFrame())
+    >>> unserved_sessions(Cell(Setup("m", "live:x", "d", 0.0, 0, 1.0, 0), "ar", [run], pd.DataFrame(), pd.DataFrame()))
+    (['s3'], ['s2'])
+    """
+    found = {"failed_sessions": {}, "partial_sessions": {}}
+    for run in cell.runs:
+        for key, ids in found.items():
+            entries = run.meta.get(key) or []
+            for entry in entries if isinstance(entries, list) else [entries]:
+                ids.setdefault(str(entry.get("session_id") if isinstance(entry, dict) else entry), None)
+    return list(found["failed_sessions"]), list(found["partial_sessions"])
+
+
 def shortfall(result: Verdict, criteria: CapacityCriteria = CapacityCriteria()) -> str:
-    """Which criteria a failing verdict missed, in words ('' for a pass).
+    """Which criteria a failing verdict missed, in words ('' for a pass); sessions that failed or ended early first.
 
     >>> shortfall(Verdict(0.125, 620.0, 8, False))
     'miss 12.5% > 5%, p95 onset 620 ms > 500 ms'
     >>> shortfall(Verdict(math.nan, math.nan, 0, False))
     'no chunks'
+    >>> shortfall(Verdict(0.0, 120.0, 4, False, failed=1, partial=2))
+    '1 session failed, 2 sessions partial'
     """
     if result.passes:
         return ""
+    parts = [f"{n} session{'' if n == 1 else 's'} {what}" for n, what in ((result.failed, "failed"),
+                                                                           (result.partial, "partial")) if n]
     if math.isnan(result.miss_rate):
-        return "no chunks"
-    parts = []
+        return ", ".join([*parts, "no chunks"])
     if result.miss_rate > criteria.max_miss_rate:
         parts.append(f"miss {result.miss_rate:.1%} > {criteria.max_miss_rate:.0%}")
     if result.onsets and result.p95_onset_ms > criteria.max_p95_onset_ms:
@@ -285,7 +322,8 @@ def capacity_data(results: Results, baseline: str = "ar",
     lines = capacity_lines(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
     labels = _labels(list(lines))
-    found = {key: {c.setup.concurrency: verdict(c.chunks, criteria) for c in cells} for key, cells in lines.items()}
+    found = {key: {c.setup.concurrency: unserved(verdict(c.chunks, criteria), *unserved_sessions(c)) for c in cells}
+             for key, cells in lines.items()}
     capacities = {key: capacity_of({n: v.passes for n, v in by_n.items()}) for key, by_n in found.items()}
     bounds = {key: not any(not v.passes for v in by_n.values()) and capacities[key] > 0 for key, by_n in found.items()}
     sets = {key: line_session_set(cells) for key, cells in lines.items()}
@@ -424,7 +462,10 @@ def _notes(results: Results, data: pd.DataFrame, baseline: str, criteria: Capaci
     notes = [f"capacity: the largest N (sessions replayed at once on one device) at which the device keeps "
              f"{criteria.describe()}, with every smaller N tried passing too; the miss rate over all chunks "
              "(chunks.parquet missed_deadline), the p95 over the response_ms of the chunks with is_onset (numpy's "
-             "linear percentile); a run without onset chunks meets the onset criterion; 0: one session alone fails, "
+             "linear percentile); a run without onset chunks meets the onset criterion; an N whose run has a failed "
+             "session (run.json failed_sessions: refused, or stopped with nothing written) or a partial one "
+             "(partial_sessions: ended early) fails, whatever its chunks: a session not served is not held; "
+             "0: one session alone fails, "
              "–: the smallest N tried (above 1) fails; onsets at capacity: the onset chunks behind that p95",
              "N passing / N failing: the N present for the line (an unbatched line starts from the decoder's run of "
              "one session alone), a failing N with what it missed; the capacity is exact when capacity + 1 failed, "

@@ -76,6 +76,26 @@ def format_cell(value, spec: str | None = None) -> str:
     return str(value)
 
 
+PAPER_PREFIX = "paper "  # the paper's columns beside ours: "paper speedup", "paper #MAT", "paper onset ms", ...
+
+
+def paper_columns_kept(frame: pd.DataFrame, notes: list[str], paper_notes: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` without the paper's columns that hold no value in any row (every setup shown is of another kind
+    than the paper's: ``Setup.compares_with_paper``), and ``notes`` with ``paper_notes`` (what the paper's columns
+    are) added only when a paper column is left.
+
+    >>> frame = pd.DataFrame({"decoder": ["ar"], "ms": [90.0], "paper speedup": [""], "paper #MAT": [""]})
+    >>> kept, notes = paper_columns_kept(frame, ["ours"], ["paper columns: ..."])
+    >>> list(kept.columns), notes
+    (['decoder', 'ms'], ['ours'])
+    """
+    empty = [c for c in frame.columns
+             if str(c).startswith(PAPER_PREFIX) and not (frame[c].astype(str).str.strip() != "").any()]
+    kept = frame.drop(columns=empty)
+    shown = any(str(c).startswith(PAPER_PREFIX) for c in kept.columns)
+    return kept, [*notes, *(paper_notes if shown else [])]
+
+
 def single_session(builder):
     """Decorate a table builder ``builder(results, ...)`` so that it sees only ``results.single_session()``: the runs
     of one session alone on the device (concurrency runs appear in Figure 4c only)."""

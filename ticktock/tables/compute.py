@@ -22,8 +22,8 @@ from pathlib import PurePath
 import pandas as pd
 
 from ticktock.tables import metrics
-from ticktock.tables.common import (NOT_PER_UNIT, NOT_SEEN, Table, provenance_notes, run_names, setup_columns,
-                                    setup_label, single_session, varying)
+from ticktock.tables.common import (NOT_PER_UNIT, NOT_SEEN, Table, paper_columns_kept, provenance_notes, run_names,
+                                    setup_columns, setup_label, single_session, varying)
 from ticktock.tables.load import Cell, Results
 from ticktock.tables.paper import paper_note, paper_value
 
@@ -36,13 +36,15 @@ ABLATION = {
 }
 LLAMA_TASK = "llama_questions"
 PAPER_COLUMNS = ("paper columns: the paper's value for the matching decoder (a range over its four models where it "
-                 "reports several), for greedy setups of real weights only (none for a model with random weights, "
-                 "e.g. a miniature); the paper's models differ from ours")
+                 "reports several), for setups of the paper's kind only: greedy, real weights (none for a model with "
+                 "random weights, e.g. a miniature), replayed in process (none for a live run), one session alone on "
+                 "the device, encoding costs as profiled; the paper's models differ from ours")
 
 
 def _paper(setup, *args, **kwargs) -> str:
-    """The paper's value, for greedy setups of real weights only (``Setup.compares_with_paper``: the paper's main
-    tables are greedy, and a model with random weights measures the harness, not the model)."""
+    """The paper's value, for setups of the paper's kind only (``Setup.compares_with_paper``: greedy, real weights,
+    in process, one session alone, encoding costs as profiled); a column no row fills is dropped
+    (``paper_columns_kept``)."""
     return paper_value(*args, **kwargs) if setup.compares_with_paper else ""
 
 
@@ -79,7 +81,8 @@ def _speedup_table(results: Results, baseline: str, key: str, title: str, kind: 
                      **({"paper #MAT": _paper(setup, 2, "#MAT", cell.decoder)} if kind == "speak" else {})})
     formats = {f"{baseline} ms": ".1f", "ms": ".1f", "speedup": ".2f", "#MAT": ".2f"}
     paper = paper_note(2) if kind == "speak" else paper_note(None, ["tool speedup"])
-    return Table(key, title, pd.DataFrame(rows), formats, notes + [PAPER_COLUMNS, paper], [], provenance_notes(results))
+    frame, notes = paper_columns_kept(pd.DataFrame(rows), notes, [PAPER_COLUMNS, paper])
+    return Table(key, title, frame, formats, notes, [], provenance_notes(results))
 
 
 def _latencies(base: Cell, cell: Cell, result: metrics.Speedup, baseline: str) -> dict:
@@ -132,8 +135,8 @@ def max_lag_table(results: Results, baseline: str = "ar") -> Table:
         notes.append("no fdb_v3 sessions in the results")
     formats = {"mean max lag ms": ".1f", "max max lag ms": ".1f", "sessions > 1 s": ".1%", f"mean vs {baseline}": "+.1%"}
     title = "Table 3: per-session maximum lag behind the incoming audio on FDB v3 (lag recursion of appendix A)"
-    return Table("table3_max_lag", title, pd.DataFrame(rows), formats, notes + [PAPER_COLUMNS, paper_note(3)], [],
-                 provenance_notes(results))
+    frame, notes = paper_columns_kept(pd.DataFrame(rows), notes, [PAPER_COLUMNS, paper_note(3)])
+    return Table("table3_max_lag", title, frame, formats, notes, [], provenance_notes(results))
 
 
 def _speak_tasks(base: Cell) -> tuple[list[str] | None, str]:
@@ -184,8 +187,9 @@ def latency_table(results: Results, baseline: str = "ar") -> Table:
                      "tool-call ms": tool["tool_ms"], "tool chunks": tool["tool_chunks"],
                      "paper tool-call ms": _paper(cell.setup, 5, "tool-call ms", cell.decoder, digits=0),
                      **(_speech_columns(cell, buffered) if speaks(cell) else {})})
-    notes = ["onset: response_ms (b_{t-1} + l_t) of the first speak chunk of each model turn, averaged per task, "
-             "then over tasks; tool-call: mean response_ms of FDB v3 tool chunks", PAPER_COLUMNS, paper_note(5)]
+    frame, notes = paper_columns_kept(pd.DataFrame(rows), [
+        "onset: response_ms (b_{t-1} + l_t) of the first speak chunk of each model turn, averaged per task, then over "
+        "tasks; tool-call: mean response_ms of FDB v3 tool chunks"], [PAPER_COLUMNS, paper_note(5)])
     formats = {"onset ms": ".1f", "tool-call ms": ".1f"}
     if any(cell.live and speaks(cell) for cell in results.cells):
         notes.append(LIVE_SPEECH_NOTE)
@@ -195,7 +199,7 @@ def latency_table(results: Results, baseline: str = "ar") -> Table:
         if buffered:
             notes.append(PLAYBACK_DELAY_NOTE)
     title = "Table 5: user-perceived latency (ms): response onset and tool-call latency"
-    return Table("table5_latency", title, pd.DataFrame(rows), formats, notes, [], provenance_notes(results))
+    return Table("table5_latency", title, frame, formats, notes, [], provenance_notes(results))
 
 
 SPEECH_FORMATS = {"onset to first audio ms": ".1f", "replies with audio": ".0f", "stalls": ".0f",

@@ -123,9 +123,19 @@ class Setup:
 
     @property
     def compares_with_paper(self) -> bool:
-        """Whether the paper's figures may stand beside this setup's: greedy (the paper's main tables are greedy),
-        and real weights (a model with random weights measures the harness, not the model)."""
-        return self.temperature == 0 and not self.random_weights
+        """Whether the paper's figures may stand beside this setup's: a setup of the paper's kind, greedy (the
+        paper's main tables are greedy), real weights (a model with random weights measures the harness, not the
+        model), replayed in process (a live run measures a server over a network: its clock starts ``live:``), one
+        session alone on the device (Figure 4c compares N sessions on its own terms) and the profile's encoding
+        costs as measured (``encode_scale`` 1: a what-if is no setup of the paper's).
+
+        >>> Setup("m", "modeled:p", "gpu", 0.0, 0, 1.0, 0).compares_with_paper
+        True
+        >>> Setup("m@127.0.0.1:8099", "live:vllm_omni_duplex", "endpoint", 0.0, 0, 1.0, 0).compares_with_paper
+        False
+        """
+        return (self.temperature == 0 and not self.random_weights and not self.live and not self.shares_device
+                and self.encode_scale == 1.0)
 
     @property
     def speaks(self) -> bool:

@@ -35,26 +35,37 @@ def _numeric(frame: pd.DataFrame, column) -> bool:
     return len(values) > 0 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
-def _cell_md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+MARKDOWN_SPECIAL = str.maketrans({"\\": "\\\\", "|": "\\|", "<": "\\<", ">": "\\>"})
+
+
+def md_text(text) -> str:
+    r"""``text`` as inert Markdown on one line: backslash, ``|`` (a table's cell border), ``<`` and ``>`` (raw HTML)
+    backslash-escaped, every line break flattened to a space. Labels come from outside (a live server names its model
+    and decoder), so every text a Markdown table shows goes through here.
+
+    >>> print(md_text("<b>x</b>|y" + chr(10) + "z" + chr(92)))
+    \<b\>x\</b\>\|y z\\
+    """
+    return " ".join(str(text).splitlines()).translate(MARKDOWN_SPECIAL)
 
 
 def markdown(table: Table, provenance: bool = True) -> str:
-    """A Markdown section: heading, failures, pipe table (numbers right-aligned), notes, provenance."""
-    lines = [f"### {table.title}", ""]
-    lines += [f"**{f}**" for f in table.failures] + ([""] if table.failures else [])
+    """A Markdown section: heading, failures, pipe table (numbers right-aligned), notes, provenance; every text
+    escaped (``md_text``)."""
+    lines = [f"### {md_text(table.title)}", ""]
+    lines += [f"**{md_text(f)}**" for f in table.failures] + ([""] if table.failures else [])
     if len(table.frame):
         text = table.formatted()
         align = ["---:" if _numeric(table.frame, c) else "---" for c in text.columns]
-        lines.append("| " + " | ".join(_cell_md(c) for c in text.columns) + " |")
+        lines.append("| " + " | ".join(md_text(c) for c in text.columns) + " |")
         lines.append("|" + "|".join(align) + "|")
-        lines += ["| " + " | ".join(_cell_md(v) for v in row) + " |" for row in text.itertuples(index=False)]
+        lines += ["| " + " | ".join(md_text(v) for v in row) + " |" for row in text.itertuples(index=False)]
     else:
         lines.append("(no rows)")
     if table.notes:
-        lines += [""] + [f"- {n}" for n in table.notes if n]
+        lines += [""] + [f"- {md_text(n)}" for n in table.notes if n]
     if provenance and table.provenance:
-        lines += ["", "Produced by:"] + [f"- {p}" for p in table.provenance]
+        lines += ["", "Produced by:"] + [f"- {md_text(p)}" for p in table.provenance]
     return "\n".join(lines)
 
 
@@ -69,12 +80,12 @@ LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", 
 
 
 def latex_escape(text) -> str:
-    r"""Escape LaTeX's special characters.
+    r"""Escape LaTeX's special characters, on one line (a blank line inside a tabular would end its paragraph).
 
     >>> latex_escape("#MAT_1 & 50%")
     '\\#MAT\\_1 \\& 50\\%'
     """
-    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in " ".join(str(text).splitlines()))
 
 
 def latex(table: Table) -> str:
