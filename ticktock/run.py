@@ -14,7 +14,10 @@ An expected error (a bad option, manifest line, audio file or profile; a run-fol
 (``ticktock.errors``; ``TICKTOCK_DEBUG=1`` shows tracebacks); a run refused before it wrote anything leaves no run
 folder behind, and a path written ``'model.path="~/ckpt/gander"'`` is expanded (``ticktock.replay.sweeps``). With ``model=endpoint`` the sessions are replayed into a
 running server instead (``ticktock.endpoints.run.run_live``, docs/endpoints.md). A sweep (``-m``) checks every job's options before it
-launches any, and a job that fails does not stop the others (``ticktock.replay.sweeps``).
+launches any, and a job that fails does not stop the others (``ticktock.replay.sweeps``). Nothing the command prints
+shows a URL's password, its secret query values or a token variable's value (``secrets_kept_out``; a bug's traceback
+included, ``bugs_reported``), and an override Hydra's grammar cannot parse (a URL's query unquoted) is one line naming
+its key and the quoted form that works (``check_grammar``).
 """
 
 from __future__ import annotations
