@@ -200,6 +200,15 @@ def config_secrets(cfg: DictConfig) -> list[str]:
     return found
 
 
+def hydra_escaped(text: str) -> str:
+    r"""``text`` as Hydra writes a value when it logs an override (its special characters backslash-escaped).
+
+    >>> print(hydra_escaped("me:p=ss"))
+    me\:p\=ss
+    """
+    return re.sub(r"([\\:=,()\[\]{}'\" ])", r"\\\1", text)
+
+
 class Redacting:
     """A text stream that writes through to ``stream`` with every secret replaced by ``***`` (longest first).
 
@@ -209,7 +218,8 @@ class Redacting:
     """
 
     def __init__(self, stream, secrets: list[str]):
-        self.stream, self.secrets = stream, sorted(set(secrets) - {""}, key=len, reverse=True)
+        forms = {form for secret in secrets for form in (secret, hydra_escaped(secret))}  # as Hydra logs overrides too
+        self.stream, self.secrets = stream, sorted(forms - {""}, key=len, reverse=True)
 
     def write(self, text: str) -> int:
         shown = text
