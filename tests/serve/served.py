@@ -20,12 +20,13 @@ def serving(*overrides: str):
         yield server, f"ws://127.0.0.1:{port}"
 
 
-async def events_until_closed(connection, stream) -> list:
+async def events_until_closed(connection, stream, received: list | None = None) -> list:
     """Run the coroutine ``stream()`` (the client sending) while collecting every server event of an OpenAI SDK
-    realtime ``connection`` until ``session.closed``; the events, in order."""
+    realtime ``connection`` until ``session.closed`` into ``received`` (which ``stream`` may watch); the events, in
+    order."""
     import asyncio
 
-    received = []
+    received = [] if received is None else received
     sending = asyncio.ensure_future(stream())
     async for event in connection:
         received.append(event)

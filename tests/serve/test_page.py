@@ -1,7 +1,9 @@
 """The talk page of ``ticktock serve`` (``/``, its files at ``/static/{name}`` from an allow-list only), and a whole
 session held by it in headless Chromium (when installed): a fake microphone fed from a mini-corpus session streams
 PCM16 to the server, the page plays the talker's speech back, shows a latency row for every unit and logs no
-JavaScript error. Chromium is driven through the DevTools protocol (its console errors and exceptions collected)."""
+JavaScript error. Without the flag that lets a page start audio by itself (the browsers' default), ``?autostart=1``
+does not hang: the page says a click is needed and shows a start button, and a click on it starts the session.
+Chromium is driven through the DevTools protocol (its console errors and exceptions collected)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from served import serving
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
-FAKE_MIC = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-            "--autoplay-policy=no-user-gesture-required"]
+MEDIA = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"]
+FAKE_MIC = [*MEDIA, "--autoplay-policy=no-user-gesture-required"]
+GESTURE_NEEDED = [*MEDIA, "--autoplay-policy=document-user-activation-required"]  # (the browsers' default policy)
 SESSION = "llama_questions-eval-0-0008"  # listens 3 units, speaks in units 3-6
 WAV_S = 8.0
 UNITS = 6  # at least this many unit rows
@@ -173,3 +176,89 @@ def test_headless_chromium_talks_to_the_model_through_the_page(served, tmp_path)
     assert "speak" in [r[1] for r in rows] and status["transcript"].strip(), status
     assert status["playedSeconds"] > 0, status  # the talker's speech played
     assert status["medianMs"] is not None and status["medianMs"] >= 0
+
+
+def start_chromium(flags: list[str], tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    profile = tmp_path / "profile"
+    chromium = subprocess.Popen([CHROMIUM, *HEADLESS, *flags, f"--user-data-dir={profile}", "--remote-debugging-port=0",
+                                 "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return chromium, profile / "DevToolsActivePort"
+
+
+def stop_chromium(chromium: subprocess.Popen) -> None:
+    chromium.terminate()
+    try:
+        chromium.wait(10)
+    except subprocess.TimeoutExpired:
+        chromium.kill()
+        chromium.wait(10)
+
+
+async def page_tools(port_file: Path, chromium: subprocess.Popen, http):
+    """A DevTools client on Chromium's page target (once Chromium has written its DevTools port)."""
+    deadline = time.monotonic() + PAGE_WAIT_S
+    while not (port_file.exists() and port_file.read_text().strip()):
+        assert chromium.poll() is None and time.monotonic() < deadline, "Chromium did not start its DevTools"
+        await asyncio.sleep(0.1)
+    port = int(port_file.read_text().split()[0])
+    async with http.get(f"http://127.0.0.1:{port}/json/list") as answer:
+        target = next(t for t in await answer.json() if t["type"] == "page")
+    return await http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0)
+
+
+async def until_state(tools: DevTools, states: set[str]) -> dict:
+    """Poll the page's status until its state is one of ``states`` (bounded); the last status."""
+    deadline, status = time.monotonic() + PAGE_WAIT_S, None
+    while time.monotonic() < deadline:
+        status = await tools.status()
+        if status and status["state"] in states:
+            return status
+        await asyncio.sleep(0.2)
+    return status or {}
+
+
+async def click(tools: DevTools, selector: str) -> None:
+    """A real click (a user gesture to the page) at the centre of ``selector``."""
+    box = (await tools.call("Runtime.evaluate", returnByValue=True, expression=(
+        f"(() => {{ const r = document.querySelector('{selector}').getBoundingClientRect(); "
+        "return [r.x + r.width / 2, r.y + r.height / 2]; })()")))["result"]["value"]
+    for kind in ("mousePressed", "mouseReleased"):
+        await tools.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
+
+
+async def autostart_needing_a_click(port_file: Path, page: str, chromium: subprocess.Popen) -> tuple[dict, str, dict]:
+    """Open ``page`` (``?autostart=1``) where audio needs a gesture: the status it settles in and the Talk button's
+    text; then click Talk and hang up: the status once live, and once closed."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        async with await page_tools(port_file, chromium, http) as ws:
+            tools = DevTools(ws)
+            for domain in ("Runtime", "Log", "Page"):
+                await tools.call(f"{domain}.enable")
+            await tools.call("Page.navigate", url=page)
+            waiting = await until_state(tools, {"needs-gesture", "live", "closed"})
+            button = (await tools.call("Runtime.evaluate", returnByValue=True,
+                                       expression="document.getElementById('talk').textContent"))["result"]["value"]
+            await click(tools, "#talk")
+            live = await until_state(tools, {"live", "closed"})
+            await click(tools, "#hangup")
+            closed = await until_state(tools, {"closed"})
+            tools.reader.cancel()
+            return waiting, button, {**live, "closed": closed, "errors": [*live.get("errors", []), *tools.errors]}
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium); "
+                                             "the page's browser check needs it")
+def test_autostart_where_audio_needs_a_click_shows_a_start_button_and_a_click_starts(served, tmp_path):
+    _, base = served
+    chromium, port_file = start_chromium(GESTURE_NEEDED, tmp_path)
+    try:
+        waiting, button, live = asyncio.run(asyncio.wait_for(
+            autostart_needing_a_click(port_file, f"{base}/?autostart=1", chromium), 3 * PAGE_WAIT_S))
+    finally:
+        stop_chromium(chromium)
+    assert waiting["state"] == "needs-gesture", waiting  # not a hang in "starting"
+    assert "click" in button.lower()
+    assert live["state"] == "live" and not live["errors"], live
+    assert live["closed"]["state"] == "closed" and not live["closed"]["serverErrors"], live

@@ -1,7 +1,9 @@
 """``python -m ticktock.serve`` as a user starts it: it prints its address, holds sessions, answers every bad client
-event with an ``error`` event and goes on, refuses a wrong token and a session over the limit with a reason, survives
-a client that disconnects mid-unit, and on Ctrl-C closes every open session with ``session.closed`` and exits 0.
-A bad option is one line, exit 2, before the model is built."""
+event with an ``error`` event and goes on, refuses a wrong token (a bare one included: only ``Authorization: Bearer``)
+and a session over the limit with a reason, keeps ``/health`` open without a token but says nothing there but
+``{"status": "ok"}``, survives a client that disconnects mid-unit, and on Ctrl-C closes every open session with
+``session.closed`` and exits 0, even when its shell started it with SIGINT ignored (``&``). A bad option, or a port in
+use, is one line, exit 2, before the model is built; ``--help`` prints the usage and exits 0."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 
 import numpy as np
 import pytest
@@ -24,19 +28,32 @@ SECOND = base64.b64encode(np.zeros(16_000, dtype="<i2").tobytes()).decode()
 class Served:
     """The command in a subprocess (its output read until the banner names the port); ``stop()`` is Ctrl-C."""
 
-    def __init__(self, *args: str, env: dict | None = None):
+    def __init__(self, *args: str, env: dict | None = None, sigint_ignored: bool = False):
         # The command, as the docs show it: python -m ticktock.serve decoder=speclisten_stream talker=espeak
+        # (sigint_ignored: as a non-interactive shell starts a command with &, SIGINT ignored from the start)
+        ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
         self.process = subprocess.Popen([sys.executable, "-m", "ticktock.serve", *args, "serve.port=0"],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        env={**os.environ, **(env or {})})
-        banner = self.process.stdout.readline()
-        found = re.search(r"ws://127\.0\.0\.1:(\d+)/v1/realtime\?duplex=1", banner)
-        assert found, banner + self.process.stderr.read()
-        self.url = f"ws://127.0.0.1:{found.group(1)}/v1/realtime?duplex=1"
+                                        env={**os.environ, **(env or {})}, preexec_fn=ignore)
+        try:
+            banner = self.process.stdout.readline()
+            found = re.search(r"ws://127\.0\.0\.1:(\d+)/v1/realtime\?duplex=1", banner)
+            assert found, banner + self.process.stderr.read()
+        except BaseException:
+            self.kill()
+            raise
+        self.port = int(found.group(1))
+        self.url = f"ws://127.0.0.1:{self.port}/v1/realtime?duplex=1"
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGINT)
         return self.process.wait(timeout=60)
+
+    def kill(self) -> None:
+        """On any outcome: the process is gone and waited for."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=30)
 
 
 def events_until(ws, kind: str, limit: int = 200) -> list[dict]:
@@ -55,11 +72,17 @@ def handshake(ws) -> dict:
 
 @pytest.fixture(scope="module")
 def served():
-    server = Served("decoder=speclisten_stream", "talker=espeak", "serve.max_sessions=2",
+    server = Served("decoder=speclisten_stream", "talker=espeak", "serve.max_sessions=2", "serve.config_timeout_s=2",
                     "serve.token_env=TICKTOCK_TEST_TOKEN", env={"TICKTOCK_TEST_TOKEN": "s3cret"})
-    yield server
-    if server.process.poll() is None:
-        server.stop()
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGINT)
+            try:
+                server.process.wait(timeout=30)
+            finally:
+                server.kill()
 
 
 AUTH = {"Authorization": "Bearer s3cret"}
@@ -88,8 +111,8 @@ def test_every_bad_client_event_gets_an_error_event_and_the_session_goes_on(serv
         assert events_until(ws, "session.heartbeat_ack")
 
 
-def test_a_wrong_or_missing_token_is_refused_with_a_reason(served):
-    for headers in ({}, {"Authorization": "Bearer wrong"}):
+def test_a_wrong_missing_or_bare_token_is_refused_with_a_reason(served):
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}, {"Authorization": "Basic s3cret"}):
         with connect(served.url, additional_headers=headers) as ws:
             error = json.loads(ws.recv(timeout=10))
             assert error["type"] == "error" and error["error"]["code"] == "invalid_api_key"
@@ -97,6 +120,21 @@ def test_a_wrong_or_missing_token_is_refused_with_a_reason(served):
                 ws.recv(timeout=10)
             assert closed.value.rcvd.code == 1008 and "token" in closed.value.rcvd.reason
     assert "s3cret" not in served.process.stderr.peek() if hasattr(served.process.stderr, "peek") else True
+
+
+def test_the_token_is_taken_only_as_authorization_bearer_in_any_case(served):
+    for headers in ({"Authorization": "Bearer s3cret"}, {"Authorization": "bearer s3cret"}):
+        with connect(served.url, additional_headers=headers) as ws:
+            assert handshake(ws)["session"]["model"] == "embedded"
+    with connect(served.url + "&api_key=s3cret") as ws:  # vLLM's server reads no key from the query either
+        assert json.loads(ws.recv(timeout=10))["error"]["code"] == "invalid_api_key"
+
+
+def test_health_is_open_without_a_token_and_says_only_that_the_server_is_up(served):
+    with connect(served.url, additional_headers=AUTH) as ws:
+        handshake(ws)  # a session is open: /health does not say so
+        with urllib.request.urlopen(f"http://127.0.0.1:{served.port}/health", timeout=10) as answer:
+            assert json.loads(answer.read()) == {"status": "ok"}
 
 
 def test_more_sessions_than_allowed_get_an_error_naming_the_limit(served):
@@ -119,25 +157,53 @@ def test_a_client_that_disconnects_mid_unit_leaves_the_others_served(served):
         assert decided[-1]["ticktock"]["unit"] == 0
 
 
-def test_ctrl_c_closes_every_open_session_with_session_closed_and_exits_0():
-    server = Served("decoder=ar")
-    with connect(server.url) as ws:
-        handshake(ws)
-        ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": SECOND}))
-        events_until(ws, "response.listen")
-        code = None
-        server.process.send_signal(signal.SIGINT)
-        closed = events_until(ws, "session.closed")[-1]
-        assert closed["reason"] == "server_shutdown"
-        code = server.process.wait(timeout=60)
-    assert code == 0
-    assert "Traceback" not in server.process.stderr.read()
+def test_ctrl_c_closes_every_open_session_with_session_closed_and_exits_0_even_with_sigint_ignored():
+    server = Served("decoder=ar", sigint_ignored=True)  # started as `ticktock serve &` starts it
+    try:
+        with connect(server.url) as ws:
+            handshake(ws)
+            ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": SECOND}))
+            events_until(ws, "response.listen")
+            server.process.send_signal(signal.SIGINT)
+            closed = events_until(ws, "session.closed")[-1]
+            assert closed["reason"] == "server_shutdown"
+            with pytest.raises(ConnectionClosed) as ended:
+                ws.recv(timeout=30)
+            assert ended.value.rcvd is not None and ended.value.rcvd.code == 1001
+        assert server.process.wait(timeout=30) == 0  # (a hang guard; the server bounds its own shutdown)
+        assert "Traceback" not in server.process.stderr.read()
+    finally:
+        server.kill()
+
+
+def test_help_prints_the_usage_and_exits_0():
+    done = subprocess.run([sys.executable, "-m", "ticktock.serve", "--help"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m ticktock.serve") and "serve.idle_timeout_s" in done.stdout
+    assert "Exception" not in done.stderr
+
+
+def test_a_port_in_use_is_one_line_exit_2_before_the_model_is_built():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "ticktock.serve", f"serve.port={port}"], capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (f"ticktock: error: serve.port: 127.0.0.1:{port} is in use (choose another with "
+                                   "serve.port=...)")  # one line, and nothing of the model's loading
 
 
 @pytest.mark.parametrize("args, says", [
     (["serve.max_sessions=0"], "serve.max_sessions: must be a whole number from 1 to 256, got 0"),
     (["serve.token_env=TICKTOCK_NOT_SET_ANYWHERE"], "serve.token_env: the environment variable"),
     (["serve.nope=1"], "serve.nope"),
+    (["serve.idle_timeout_s=0"], "serve.idle_timeout_s: must be a number of seconds from 0.1 to 86400, got 0"),
+    (["serve.config_timeout_s=soon"], "serve.config_timeout_s: must be a number of seconds"),
+    (["serve.ping_interval_s=-1"], "serve.ping_interval_s: must be a number of seconds"),
+    (["serve.max_queue_bytes=10"], "serve.max_queue_bytes: must be a whole number from 65536"),
     (["decoder=nope"], "decoder=nope"),
 ])
 def test_a_bad_option_is_one_line_exit_2_before_the_model_is_built(args, says):
@@ -155,21 +221,6 @@ def test_audio_sent_faster_than_real_time_is_buffered_up_to_a_bound_then_refused
                 ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": SECOND}))
             error = events_until(ws, "error")[-1]["error"]
             assert error["code"] == "input_backpressure" and "above the 2 s this server buffers" in error["message"]
-    finally:
         assert server.stop() == 0
-
-
-def test_a_client_that_does_not_read_is_closed_with_a_reason_and_its_queue_stays_bounded():
-    import asyncio
-
-    from ticktock.serve.server import EVENT_QUEUE, Connection
-
-    async def flood() -> Connection:
-        connection = Connection(ws=None, session_id="s", model_name="m", loop=asyncio.get_running_loop())
-        for unit in range(3 * EVENT_QUEUE):  # nothing sends: the client reads nothing
-            connection._queue([{"type": "response.listen", "unit": unit}])
-        return connection
-
-    connection = asyncio.run(flood())
-    assert connection.closing == f"the client has not read its last {EVENT_QUEUE} events"
-    assert connection.outgoing.qsize() == 1 and connection.outgoing.get_nowait() is None  # only the end marker
+    finally:
+        server.kill()

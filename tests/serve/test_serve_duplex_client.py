@@ -1,8 +1,10 @@
 """vLLM-Omni's own ``DuplexClient`` (installed with --no-deps, imported without vLLM) holds whole sessions with
-``ticktock serve`` on loopback: a mini-corpus session streamed in real time gets a decision for every unit, and the
-served text equals, unit by unit, the in-process replay of that session with the same model and decoder (greedy),
-for AR, Speculative Listening and Speculative Listening on streaming audio; with a talker, the speak units carry the
-talker's speech."""
+``ticktock serve`` on loopback, as vLLM-Omni's server holds them: a mini-corpus session streamed in real time in two
+turns (each ended by ``input_audio_buffer.commit``, answered ``input_audio_buffer.committed``, the audio going on
+after it) gets a decision for every unit, and the client ends it with ``session.close`` (``session.closed``, then the
+socket closes). The served text equals, unit by unit, the in-process replay of that session with the same model and
+decoder (greedy), for AR, Speculative Listening and Speculative Listening on streaming audio; with a talker, the
+speak units carry the talker's speech."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 
 from ticktock.replay.injection import ToolCallInjector
 from ticktock.replay.resources import resource_path
-from ticktock.replay.runner import build, compose_run
+from ticktock.replay.config import build, compose_run
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
@@ -36,17 +38,41 @@ def pcm16(samples: np.ndarray) -> bytes:
     return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
 
 
+def decided(events: list[dict]) -> int:
+    """How many units have been decided so far."""
+    return sum(event["type"] in ("response.listen", "response.speak") for event in events)
+
+
+async def until_decided(events: list[dict], units: int, timeout_s: float = 60.0) -> None:
+    """Wait (bounded) until ``units`` units are decided, as the live client waits before it closes."""
+    async def wait() -> None:
+        while decided(events) < units:
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(wait(), timeout_s)
+
+
+async def stream_turns(client, samples: np.ndarray) -> None:
+    """Stream ``samples`` in real time as two user turns split at a unit boundary, each ended by a commit (a turn
+    commit: the audio goes on after the first)."""
+    middle = (len(samples) // 16_000 // 2) * 16_000
+    for turn in (samples[:middle], samples[middle:]):
+        await client.stream_pcm(pcm16(turn), chunk_ms=100, realtime=True)
+        await client.commit()
+
+
 async def hold_session(url: str, samples: np.ndarray, instructions: str | None = None) -> list[dict]:
-    """One session with the real client: stream ``samples`` in real time, commit, and collect every server event
-    until the server closes the session."""
+    """One session with the real client: stream ``samples`` in real time in two committed turns, wait until every
+    unit is decided, close the session (``session.close``), and collect every server event to its end."""
     duplex = duplex_module()
     config = duplex.SessionConfig(instructions=instructions)
     async with duplex.DuplexClient(url, model="embedded", config=config, reconnect=None) as client:
         collected = duplex.EventCollector()
         collecting = asyncio.ensure_future(collected.consume(client))
-        await client.stream_pcm(pcm16(samples), chunk_ms=100, realtime=True)
-        await client.commit()
-        await asyncio.wait_for(collecting, timeout=60)
+        await stream_turns(client, samples)
+        await until_decided(collected.events, len(samples) // 16_000)
+        await client.close()  # session.close: the server answers session.closed and closes the socket
+        await asyncio.wait_for(collecting, timeout=10)
     return collected.events
 
 
@@ -86,6 +112,10 @@ def test_the_served_text_equals_the_replay_unit_by_unit(session, decoder):
     assert units == replayed_units(session, decoder)
     assert [decision for decision, _ in units.values()].count("speak") >= 2  # one response over several units
     assert events[-1]["type"] == "session.closed"  # (session.created came in the client's handshake)
+    assert events[-1]["reason"] == "client_close"
+    kinds = [e["type"] for e in events]
+    assert kinds.count("input_audio_buffer.committed") == 2  # two turn commits, the session open after the first
+    assert decided(events[: kinds.index("input_audio_buffer.committed")]) < UNITS
     assert not [e for e in events if e["type"] == "error"]
     for event in events:
         if event["type"] in ("response.listen", "response.speak"):
@@ -127,9 +157,10 @@ async def hold_tool_session(url: str, samples: np.ndarray, tools) -> list[dict]:
                         "output": world.respond(call)}})
 
         answering = asyncio.ensure_future(answer_calls())
-        await client.stream_pcm(pcm16(samples), chunk_ms=100, realtime=True)
-        await client.commit()
-        await asyncio.wait_for(answering, timeout=60)
+        await stream_turns(client, samples)
+        await until_decided(events, len(samples) // 16_000)
+        await client.close()
+        await asyncio.wait_for(answering, timeout=10)
     return events
 
 

@@ -103,8 +103,10 @@ def test_the_sdk_holds_a_turn_based_session_committing_turns_and_hearing_one_res
 
 
 async def stream_raw(port: int, pcm: bytes, duplex: bool) -> list[dict]:
-    """A session over a plain WebSocket, audio sent at once in 100 ms appends (turn mode: one commit mid-way), input
-    ended with ``input_audio_buffer.commit`` (duplex) or ``session.close`` (turns); every event until it closes."""
+    """A session over a plain WebSocket, audio sent at once in 100 ms appends (turn mode: one commit mid-way). Duplex
+    mode: a turn commit after the audio, and ``session.close`` once every unit is decided (a graceful close decides
+    nothing more); turn mode: ``session.close`` ends the input, and its units are decided before ``session.closed``.
+    Every event until it closes."""
     query = "?duplex=1" if duplex else ""
     events = []
     async with aiohttp.ClientSession() as http, http.ws_connect(f"http://127.0.0.1:{port}/v1/realtime{query}") as ws:
@@ -113,9 +115,14 @@ async def stream_raw(port: int, pcm: bytes, duplex: bool) -> list[dict]:
                                 "audio": base64.b64encode(pcm[start: start + PIECE_BYTES]).decode()})
             if not duplex and k == 30:
                 await ws.send_json({"type": "input_audio_buffer.commit"})
-        await ws.send_json({"type": "input_audio_buffer.commit"} if duplex else {"type": "session.close"})
+        if duplex:
+            await ws.send_json({"type": "input_audio_buffer.commit"})
+        else:
+            await ws.send_json({"type": "session.close"})
         async for message in ws:
             events.append(json.loads(message.data))
+            if duplex and sum(e["type"] in DECISIONS for e in events) == SECONDS:
+                await ws.send_json({"type": "session.close"})
             if events[-1]["type"] == "session.closed":
                 break
     return events
@@ -132,7 +139,8 @@ def test_turn_mode_serves_the_same_text_as_duplex_mode_for_the_same_audio(port, 
     assert not DECISIONS & set(kinds["turns"]) and "input_audio_buffer.committed" in kinds["turns"]
     assert kinds["turns"].count("response.created") == kinds["duplex"].count("response.created")
     for events in (duplex, turns):
-        assert "error" not in [e["type"] for e in events] and events[-1]["reason"] == "ended"
+        assert "error" not in [e["type"] for e in events]
+    assert duplex[-1]["reason"] == "client_close" and turns[-1]["reason"] == "ended"
 
 
 async def handshake_and_close(port: int, query: str, *before_close: dict) -> list[dict]:

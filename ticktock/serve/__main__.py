@@ -7,17 +7,81 @@ Examples::
     TICKTOCK_TOKEN=secret python -m ticktock.serve serve.token_env=TICKTOCK_TOKEN serve.port=9000
 
 It takes the run's config groups and options (``configs/serve.yaml`` on top of ``configs/run.yaml``: ``model=``,
-``decoder=``, ``talker=``, ``sampling.*``, ``seed``, ``device``, ``threads``) and ``serve.*``; every option is checked
-and the model is built before it listens, so a bad option is one line with exit 2 and nothing is served. It prints the
-address of the WebSocket endpoint and serves until Ctrl-C, which closes every open session with ``session.closed``.
+``decoder=``, ``talker=``, ``sampling.*``, ``seed``, ``device``, ``threads``) and ``serve.*``; every option is checked,
+and the port is checked free, before the model is built, so a bad option or a port in use is one line with exit 2 and
+nothing is served. It prints the address of the WebSocket endpoint and serves until Ctrl-C or SIGTERM (handled even
+when the shell started it with SIGINT ignored, as ``&`` does), which closes every open session with
+``session.closed`` (``server_shutdown``) and exits 0 within a few seconds. ``--help`` prints this usage.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import signal
+import socket
 import sys
 
-from ticktock.errors import user_errors
+from ticktock.errors import ConfigError, user_errors
+
+USAGE = """usage: python -m ticktock.serve [key=value ...]      (also: ticktock serve [key=value ...])
+
+Serve a TickTock model and decoder over vLLM-Omni's full-duplex WebSocket contract (WS /v1/realtime?duplex=1; without
+duplex=1, OpenAI Realtime's turn-based vocabulary), in real time, with a page to talk to it at http://HOST:PORT/.
+Ctrl-C or SIGTERM closes every open session with session.closed (server_shutdown) and exits 0.
+
+examples:
+  python -m ticktock.serve                                       # embedded model, AR, on 127.0.0.1:8099
+  python -m ticktock.serve decoder=speclisten_stream talker=espeak
+  TICKTOCK_TOKEN=secret python -m ticktock.serve serve.token_env=TICKTOCK_TOKEN serve.port=9000
+
+options (Hydra overrides): the run's config groups and options (model=, decoder=, talker=, sampling.*, seed, device,
+threads: python -m ticktock.run --help lists them) and:
+"""
+
+
+def usage() -> str:
+    """The ``--help`` text: ``USAGE`` and each ``serve.*`` option with its default and what it does, read from
+    ``configs/serve.yaml`` (one source for both)."""
+    from ticktock.replay.resources import resource_path
+
+    lines, inside = [], False
+    for line in resource_path("configs/serve.yaml").read_text().splitlines():
+        if line.startswith("serve:"):
+            inside = True
+        elif inside and line.startswith("  "):
+            lines.append(f"  serve.{line.strip()}" if not line.startswith("   ") else f"      {line}")
+        elif inside and line.strip():
+            break
+    return USAGE + "\n".join(lines)
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Bind ``host:port`` and let it go, before the model is built: a port in use is one line (``ConfigError``, exit
+    2) naming the option, not a traceback after minutes of loading. Port 0 (any free one) is not checked.
+
+    >>> check_port_free("127.0.0.1", 0)
+    """
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as err:
+        raise ConfigError(f"serve.host: cannot listen on {host!r} ({err.strerror})") from None
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds it
+            try:
+                probe.bind(address)
+            except OSError as err:
+                raise port_error(host, port, err) from None
+
+
+def port_error(host: str, port: int, err: OSError) -> ConfigError:
+    """The one line for a failed bind: the port in use, or an address this machine cannot listen on."""
+    if err.errno == errno.EADDRINUSE:
+        return ConfigError(f"serve.port: {host}:{port} is in use (choose another with serve.port=...)")
+    return ConfigError(f"serve.host: cannot listen on {host}:{port} ({err.strerror or err})")
 
 
 def compose_serve(argv: list[str]):
@@ -29,7 +93,10 @@ def compose_serve(argv: list[str]):
     from ticktock.errors import ConfigError, one_line
     from ticktock.plugins import register_selected
     from ticktock.replay.resources import register_resolver, resource_path
-    from ticktock.replay.runner import check_run_options
+    try:  # the run's checks, in ticktock.replay.config since the replay's lifecycle was split out of runner
+        from ticktock.replay.config import check_run_options
+    except ImportError:  # (a checkout from before that split)
+        from ticktock.replay.config import check_run_options
     from ticktock.serve.server import ServeOptions
 
     register_resolver()
@@ -57,39 +124,63 @@ def main(argv: list[str] | None = None) -> int:
     from ticktock.serve.server import Server, ServeOptions
     from ticktock.serve.session import ServedModel
 
-    cfg = compose_serve(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(usage())
+        return 0
+    cfg = compose_serve(argv)
+    options = ServeOptions.parse(cfg.serve)
+    check_port_free(options.host, options.port)
     if cfg.get("threads") is not None:
         import torch
 
         torch.set_num_threads(cfg.threads)
-    server = Server(ServedModel(cfg), ServeOptions.parse(cfg.serve))
+    server = Server(ServedModel(cfg), options)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    try:
-        asyncio.run(serve(server, f"{cfg.model.name} with {cfg.decoder.name}"))
-    except KeyboardInterrupt:
-        pass
+    asyncio.run(serve(server, f"{cfg.model.name} with {cfg.decoder.name}", handle_signals=True))
     return 0
 
 
-async def serve(server, what: str, started=None) -> None:
-    """Serve until cancelled (Ctrl-C); print the endpoint's address once listening (``started``: called with the
-    port, for a caller that serves in a thread)."""
+#: How long the server's shutdown may take at most: every open session is sent ``session.closed`` and closed, and
+#: handlers still running after this are cancelled (``ticktock.serve.server.SHUTDOWN_S`` waits for the sessions).
+SHUTDOWN_TIMEOUT_S = 1.0
+#: How long the shutdown then waits for the sessions' threads to leave the model (each stops after its current step).
+SESSIONS_STOP_S = 3.0
+
+
+async def serve(server, what: str, started=None, handle_signals: bool = False) -> None:
+    """Serve until cancelled, or, with ``handle_signals``, until SIGINT or SIGTERM (handlers installed on the loop
+    whatever the process inherited: a shell's ``&`` starts it with SIGINT ignored); print the endpoint's address once
+    listening (``started``: called with the port, for a caller that serves in a thread). On the way out every open
+    session is closed with ``session.closed`` (``server_shutdown``)."""
+    import asyncio
+
     from aiohttp import web
 
-    runner = web.AppRunner(server.app(), handle_signals=False)
+    runner = web.AppRunner(server.app(), handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
     site = web.TCPSite(runner, server.options.host, server.options.port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as err:  # taken between the check and now
+        await runner.cleanup()
+        raise port_error(server.options.host, server.options.port, err) from None
     port = runner.addresses[0][1]
     where = f"{server.options.host}:{port}"
     print(f"ticktock serve: {what} at ws://{where}/v1/realtime?duplex=1, the page at http://{where}/ (Ctrl-C stops "
           "it)", flush=True)
     if started is not None:
         started(port)
+    stop = asyncio.Event()
+    if handle_signals:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
     try:
-        await asyncio_forever()
+        await stop.wait()
     finally:
         await runner.cleanup()  # closes every open session with session.closed
+        await asyncio.get_running_loop().run_in_executor(None, server.stop_sessions, SESSIONS_STOP_S)
 
 
 @contextlib.contextmanager
@@ -119,12 +210,6 @@ def serving_in_thread(server, what: str = "ticktock serve"):
         loop.call_soon_threadsafe(task.cancel)
         thread.join(30)
         loop.close()
-
-
-async def asyncio_forever() -> None:
-    import asyncio
-
-    await asyncio.Event().wait()
 
 
 if __name__ == "__main__":

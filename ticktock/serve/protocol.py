@@ -59,8 +59,8 @@ What of vLLM-Omni's contract is NOT implemented, and why:
   / ``truncate`` / ``retrieve``, ``output_audio_buffer.clear``): the replayed model decides per unit from the audio
   alone, as in the benchmark; these are answered with ``unknown_event`` naming them as not served.
 - ``overlap.decision``, ``turn.event``, ``playback.acknowledged`` and the ``*.done`` events of text and audio
-  parts are not built: the client needs none of them to hold a session (``input_audio_buffer.committed`` is
-  built for the turn-based mode of ``ticktock.serve.server``).
+  parts are not built: the client needs none of them to hold a session (``input_audio_buffer.committed``, the
+  answer to a turn commit, and ``session.expired``, the end of an idle session, are built).
 - Server VAD (``turn_detection``) is read and ignored: the duplex model listens or speaks every unit itself.
 
 Each input append is resampled on its own; a client that streams at a rate other than 16 kHz in small appends gets
@@ -91,6 +91,9 @@ MAX_APPEND_BYTES = 4 * 1024 * 1024
 MAX_FIELD_NUMBER = 10**12
 #: The largest client frame read at all (an append at its bound plus room for the other keys).
 MAX_FRAME_BYTES = MAX_APPEND_BYTES + 64 * 1024
+#: The most characters of a client-supplied value (an ``event_id``, a ``call_id``, an event type) that any error
+#: message or ``event_id`` echo repeats back (``clipped``): a client cannot make the server's answers large.
+ECHO_CHARS = 64
 
 ENCODING_BYTES = {"pcm16": 2, "pcm_f32le": 4}
 ENCODING_ALIASES = {
@@ -117,6 +120,8 @@ ERROR_TYPES = {
     "invalid_function_call_output": "invalid_request_error",
     "unsupported_session_resume": "invalid_request_error",
     "session_closed": "invalid_request_error",
+    "invalid_request": "invalid_request_error",
+    "config_timeout": "invalid_request_error",
     "resource_exhausted": "rate_limit_error",
     "input_backpressure": "rate_limit_error",
     "internal_error": "server_error",
@@ -236,7 +241,8 @@ class AudioAppend:
 
 @dataclass(frozen=True)
 class AudioCommit:
-    """``input_audio_buffer.commit``: the end of the client's input (``final``); ``create_response`` as sent."""
+    """``input_audio_buffer.commit``: the end of a user turn (the input goes on); ``final`` and ``create_response``
+    as sent."""
 
     event_id: str | None
     final: bool = True
@@ -378,7 +384,7 @@ def _unserved(event_type: str, event_id: str | None) -> ProtocolError:
         )
     if event_type in NOT_SERVED:
         return ProtocolError("unknown_event", f"'{event_type}' is not served ({NOT_SERVED[event_type]})", event_id)
-    return ProtocolError("unknown_event", f"unknown event type '{event_type[:80]}'", event_id)
+    return ProtocolError("unknown_event", f"unknown event type '{clipped(event_type)}'", event_id)
 
 
 _JSON_KINDS = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
@@ -444,6 +450,16 @@ class _Fields:
         if encoding is None:
             raise self.error(name, f"is '{value[:40]}': served are pcm16 and pcm_f32le", "unsupported_audio_format")
         return encoding
+
+
+def clipped(value: object) -> str:
+    """A client-supplied value as an error may repeat it: its first ``ECHO_CHARS`` characters, ``...`` after a cut.
+
+    >>> clipped("evt_1"), len(clipped("x" * 10_000))
+    ('evt_1', 67)
+    """
+    text = str(value)
+    return text if len(text) <= ECHO_CHARS else f"{text[:ECHO_CHARS]}..."
 
 
 def _short(value: object) -> str:
@@ -515,7 +531,7 @@ def _modalities(session: _Fields) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not all(entry in ("audio", "text") for entry in value):
-        raise session.error(name, f"must hold only 'audio' and 'text', not {value!r:.80}")
+        raise session.error(name, f"must hold only 'audio' and 'text', not {clipped(repr(value))}")
     return tuple(value)
 
 
@@ -833,15 +849,17 @@ def output_item_done(response_id: str, call: FunctionCall, output_index: int = 0
 
 def error_event(code: str, message: str, related_event_id: str | None = None) -> dict[str, object]:
     """``error``: OpenAI's envelope (``error.type`` from ``ERROR_TYPES``), vLLM-Omni's ``code``, the client event it
-    answers.
+    answers (its ``event_id`` echoed ``clipped`` to ``ECHO_CHARS``: the client's own id, not a way to grow the answer).
 
     >>> error = error_event("bad_audio", "input_audio_buffer.append: 'audio' is not base64", "e4")["error"]
     >>> error["type"], error["code"], error["event_id"]
     ('invalid_request_error', 'bad_audio', 'e4')
+    >>> len(error_event("unknown_event", "unknown event type 'x'", "e" * 100_000)["error"]["event_id"])
+    67
     """
     error = {"type": ERROR_TYPES.get(code, "invalid_request_error"), "code": code, "message": message}
     if related_event_id:
-        error["event_id"] = related_event_id
+        error["event_id"] = clipped(related_event_id)
     return {"type": "error", "event_id": new_event_id(), "error": error}
 
 
@@ -851,8 +869,8 @@ def heartbeat_ack(session_id: str) -> dict[str, object]:
 
 
 def input_audio_buffer_committed(item_id: str, previous_item_id: str | None = None) -> dict[str, object]:
-    """``input_audio_buffer.committed``: OpenAI GA's answer to a commit in turn mode (the user's turn ends; the
-    input goes on), naming the user item the turn's audio became.
+    """``input_audio_buffer.committed``: the answer to a commit in either mode (the user's turn ends; the input goes
+    on), naming the user item the turn's audio became and the previous commit's.
 
     >>> committed = input_audio_buffer_committed("item_1")
     >>> committed["type"], committed["item_id"], committed["previous_item_id"]
@@ -863,5 +881,21 @@ def input_audio_buffer_committed(item_id: str, previous_item_id: str | None = No
 
 
 def session_closed(session_id: str, reason: str) -> dict[str, object]:
-    """``session.closed``: the session ended, and why (``client_close``, ``server_shutdown``, an error's code...)."""
-    return {"type": "session.closed", "event_id": new_event_id(), "session_id": session_id, "reason": reason}
+    """``session.closed``: the session ended, and why (``client_close`` or the reason the client's ``session.close``
+    gave, ``ended``, ``server_shutdown``, ``engine_error``...); the reason is ``clipped``.
+
+    >>> session_closed("sess_1", "client_close")["reason"]
+    'client_close'
+    """
+    return {"type": "session.closed", "event_id": new_event_id(), "session_id": session_id, "reason": clipped(reason)}
+
+
+def session_expired(session_id: str, reason: str = "idle_ttl_expired") -> dict[str, object]:
+    """``session.expired``: vLLM-Omni's terminal event for a session that was idle past its timeout (its reason,
+    ``idle_ttl_expired``, is vLLM-Omni's too).
+
+    >>> expired = session_expired("sess_1")
+    >>> expired["type"], expired["reason"]
+    ('session.expired', 'idle_ttl_expired')
+    """
+    return {"type": "session.expired", "event_id": new_event_id(), "session_id": session_id, "reason": reason}

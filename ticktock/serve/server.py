@@ -5,21 +5,28 @@ WebSocket handler reads and writes frames in one coroutine per connection, which
 
 One connection is one session (``ticktock.serve.session.ServedSession``): the handler parses each client frame with
 the wire codec (``ticktock.serve.protocol``), appends input audio to the session's ``LiveAudio``, and sends what the
-session's engine thread reports, in order, through a bounded queue: a client that stops reading is closed with a
-reason instead of growing the server's memory. Every bad client event is answered with an ``error`` event (code and
-message) and the session goes on; a bad token, a session over ``serve.max_sessions`` and a client that does not read
-are closed with a reason. Sessions share one model (``ServedModel``): their device work runs one piece at a time in
-the order it asked (``ticktock.serve.live.DeviceQueue``).
+session's engine thread reports, in order, through a queue bounded in bytes (``serve.max_queue_bytes``): a client
+that stops reading is closed (1008, with a reason) instead of growing the server's memory. Every bad client event is
+answered with an ``error`` event (code and message; a client's own values are echoed ``clipped``) and the session
+goes on; a bad token and a session over ``serve.max_sessions`` are refused with an ``error`` event and a 1008 close.
+Sessions share one model (``ServedModel``): their device work runs one piece at a time in the order it asked
+(``ticktock.serve.live.DeviceQueue``).
 
-Two modes, chosen by the connection's query (``serving_mode``), serve the same session (the duplex model listens and
-speaks unit by unit on the audio stream, and decides itself when to answer):
+A session's lifecycle, as vLLM-Omni's duplex server holds it:
 
-- ``duplex`` (``?duplex=1``): vLLM-Omni's full-duplex contract, a ``response.listen`` or ``response.speak`` per unit;
-  ``input_audio_buffer.commit`` ends the input.
-- ``turns`` (no ``duplex=1``): OpenAI Realtime GA's turn-based vocabulary only, as vLLM-Omni serves it there. A run
-  of spoken units is one response (``response.created`` ... ``response.done``) with no per-unit decision events;
-  ``input_audio_buffer.commit`` ends a user turn (answered ``input_audio_buffer.committed``) and the input goes on;
-  the input ends at ``session.close`` or when the socket closes.
+- **Handshake.** Duplex mode: the client's first message is ``session.update``, answered ``session.created`` then
+  ``session.updated``; a first message of another type opens the session with defaults (``session.created`` only)
+  and is then handled; nothing within ``serve.config_timeout_s`` is an ``error`` (``config_timeout``) and the
+  connection closes. Turn mode: ``session.created`` is sent on connect, before any client event.
+- **Commit.** ``input_audio_buffer.commit`` ends a user turn, not the input: it is answered
+  ``input_audio_buffer.committed`` and audio goes on being taken. In duplex mode the turn's partial unit is closed
+  with silence (vLLM-Omni's MiniCPM-o 4.5 input buffer does the same), so the turn's last audio is decided now.
+- **Close.** The session ends on ``session.close``, on the socket's close, or when the client sends nothing for
+  ``serve.idle_timeout_s`` (``session.expired``). Duplex ``session.close`` is graceful as vLLM-Omni's: work is
+  cancelled (no unit not already being decided is decided, nothing more is reported), ``session.closed`` with the
+  client's reason (``client_close``), then the socket closes. Turn mode ``session.close`` ends the input: the last
+  partial unit is closed with silence, the remaining units are decided and sent, then ``session.closed`` (``ended``).
+- **Pings.** The server pings every ``serve.ping_interval_s``; a client that does not answer is closed.
 
 Example (what ``python -m ticktock.serve`` does)::
 
@@ -35,24 +42,30 @@ import importlib.resources
 import json
 import math
 import os
+import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from aiohttp import WSMsgType, web
 
 from ticktock.errors import ConfigError
-from ticktock.serve import protocol
 from ticktock.replay.audio_source import AudioEnded
+from ticktock.serve import protocol
 from ticktock.serve.live import LiveAudio, LiveAudioFull
 from ticktock.serve.session import ServedModel, ServedSession, UnitReport
 
 #: The page's files (``ticktock/serve/static/``) served at ``/static/{name}``, by name -> content type; nothing else.
 STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "capture-worklet.js": "text/javascript"}
 FRAME_LIMIT = 16 * 1024 * 1024  # a frame above this is closed with 1009; below it, the codec answers (MAX_APPEND_BYTES)
-EVENT_QUEUE = 512  # events waiting to be sent to one client; past it the client is not reading
+QUEUE_BYTES = 8 * 1024 * 1024  # serve.max_queue_bytes' default: events waiting for one client; past it, it is not reading
 AUDIO_DELTA_S = 0.2  # the talker's audio is sent in pieces of this length
 DUPLEX_QUERY = frozenset({"1", "true", "on"})  # ``?duplex=`` values that ask for the duplex contract (vLLM-Omni's)
+CLOSE_WAIT_S = 5.0  # how long a close waits for the client's own close frame before the socket is closed anyway
+SEND_WAIT_S = 5.0  # how long a connection's end waits for its last events to be written
+ABORT_AFTER_S = 30.0  # a closed socket whose client still has not read what waits for it is dropped after this
+SHUTDOWN_S = 4.0  # how long a shutdown waits for every open session's session.closed to be written
+JOIN_S = 10.0  # how long a connection's end waits for its session's thread (a hung-up turn session: its last units)
 
 
 class ServeOptionError(ConfigError):
@@ -62,7 +75,10 @@ class ServeOptionError(ConfigError):
 @dataclass(frozen=True)
 class ServeOptions:
     """``serve.*``: where to listen, how many sessions at once, the bearer token's environment variable (None: no
-    token), how far a client may send ahead of real time, how long a tool call waits for the client's output."""
+    token), how far a client may send ahead of real time, how long a tool call waits for the client's output, how
+    long a new connection may take to say ``session.update`` (vLLM-Omni's default, 10 s), how long a session may be
+    idle (vLLM-Omni's default, 300 s), how often the server pings (20 s, as uvicorn and websockets do), and how many
+    bytes of events may wait for one client before it is closed for not reading."""
 
     host: str = "127.0.0.1"
     port: int = 8099
@@ -70,6 +86,10 @@ class ServeOptions:
     token_env: str | None = None
     max_ahead_s: float = 30.0
     tool_timeout_s: float = 30.0
+    config_timeout_s: float = 10.0
+    idle_timeout_s: float = 300.0
+    ping_interval_s: float = 20.0
+    max_queue_bytes: int = QUEUE_BYTES
 
     @classmethod
     def parse(cls, values) -> "ServeOptions":
@@ -91,6 +111,10 @@ class ServeOptions:
         whole(options.max_sessions, "serve.max_sessions", 1, 256)
         seconds(options.max_ahead_s, "serve.max_ahead_s", 1.0, 3600.0)
         seconds(options.tool_timeout_s, "serve.tool_timeout_s", 0.1, 3600.0)
+        seconds(options.config_timeout_s, "serve.config_timeout_s", 0.1, 3600.0)
+        seconds(options.idle_timeout_s, "serve.idle_timeout_s", 0.1, 86400.0)
+        seconds(options.ping_interval_s, "serve.ping_interval_s", 0.1, 3600.0)
+        whole(options.max_queue_bytes, "serve.max_queue_bytes", 64 * 1024, 1024**3)
         if not isinstance(options.host, str) or not options.host.strip():
             raise ServeOptionError(f"serve.host: must be an address to listen on, got {options.host!r}")
         if options.token_env is not None and not (isinstance(options.token_env, str) and options.token_env.strip()):
@@ -139,12 +163,18 @@ def static_file(name: str) -> web.Response:
 
 
 class Connection:
-    """One client's connection and its session: the client's settings, the outgoing queue the session's thread fills,
-    and the response being spoken (a run of speak units is one response, ended by the next listen unit). ``mode`` is
-    ``duplex`` or ``turns`` (``serving_mode``); ``decoder_name`` labels the session with ``model_name``."""
+    """One client's connection and its session: the client's settings, the outgoing queue (events as JSON text,
+    bounded in bytes) that the handler and the session's thread fill, and the response being spoken (a run of speak
+    units is one response, ended by the next listen unit). ``mode`` is ``duplex`` or ``turns`` (``serving_mode``);
+    ``decoder_name`` labels the session with ``model_name``.
 
-    def __init__(self, ws: web.WebSocketResponse, session_id: str, model_name: str, loop: asyncio.AbstractEventLoop,
-                 decoder_name: str | None = None, mode: str = "duplex", talker_name: str | None = None):
+    The queue ends with one end marker (``finish``): after it nothing more is queued, and the sender closes the socket
+    with ``close_code`` and ``close_reason``. A client whose waiting events would pass ``max_queue_bytes`` is not
+    reading: what waits is dropped and it is closed (1008, ``closing`` says why)."""
+
+    def __init__(self, ws: web.WebSocketResponse | None, session_id: str, model_name: str,
+                 loop: asyncio.AbstractEventLoop, decoder_name: str | None = None, mode: str = "duplex",
+                 talker_name: str | None = None, max_queue_bytes: int = QUEUE_BYTES):
         self.ws = ws
         self.session_id = session_id
         self.loop = loop
@@ -154,31 +184,79 @@ class Connection:
         self.talker_name = talker_name
         self.settings = protocol.SessionSettings(model=model_name)
         self.session: ServedSession | None = None
-        self.outgoing: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE)
+        self.outgoing: asyncio.Queue = asyncio.Queue()
+        self.queued_bytes = 0
+        self.max_queue_bytes = max_queue_bytes
+        self.finished = False  # the end marker is queued: nothing more is sent
+        self.close_code = 1000
+        self.close_reason = "session ended"
+        self.closing: str | None = None  # why a client that does not read was closed
         self.response_id: str | None = None
         self.item_id: str | None = None
-        self.closing: str | None = None
+        self.committed_item: str | None = None  # the last commit's user item (previous_item_id of the next)
         self.played_ms = 0.0
         self.created = False  # session.created was sent
+        self.sender: asyncio.Future | None = None
 
-    def send_soon(self, *events: dict | None) -> None:
-        """Queue events from any thread (the session's engine thread reports here); None ends the connection."""
+    # ------------------------------------------------------------------------------------ the outgoing queue
+
+    def send_soon(self, *events: dict) -> None:
+        """Queue events, from any thread (the session's engine thread reports here): on the server's loop at once, so
+        a handler's events keep their order with its ``finish``; from another thread in the order it sent them."""
+        self._soon(self._queue, events)
+
+    def finish_soon(self, *events: dict, code: int = 1000, reason: str = "session ended") -> None:
+        """``finish`` from any thread."""
+        self._soon(lambda: self.finish(*events, code=code, reason=reason))
+
+    def _soon(self, callback, *args) -> None:
         try:
-            self.loop.call_soon_threadsafe(self._queue, events)
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:  # no loop in this thread: the session's thread
+            on_loop = False
+        if on_loop:
+            callback(*args)
+            return
+        try:
+            self.loop.call_soon_threadsafe(callback, *args)
         except RuntimeError:  # the server's loop has stopped: nobody is left to send to
             pass
 
+    def finish(self, *events: dict, code: int = 1000, reason: str = "session ended") -> None:
+        """Queue the connection's last events and the end marker (once: a later finish does nothing); the socket is
+        then closed with ``code`` and ``reason``. On the server's loop."""
+        if self.finished:
+            return
+        self._queue(events)
+        if self.finished:  # (the queue overflowed)
+            return
+        self.finished, self.close_code, self.close_reason = True, code, reason
+        self.outgoing.put_nowait(None)
+
     def _queue(self, events) -> None:
         for event in events:
-            if self.closing is not None and event is not None:
-                continue
-            try:
-                self.outgoing.put_nowait(event)
-            except asyncio.QueueFull:  # the client is not reading: drop what waits and close it, rather than grow
-                self.closing = f"the client has not read its last {EVENT_QUEUE} events"
-                while not self.outgoing.empty():
-                    self.outgoing.get_nowait()
-                self.outgoing.put_nowait(None)
+            if self.finished:
+                return
+            text = json.dumps(event)
+            if self.queued_bytes + len(text) > self.max_queue_bytes:
+                self._not_reading()
+                return
+            self.queued_bytes += len(text)
+            self.outgoing.put_nowait(text)
+
+    def _not_reading(self) -> None:
+        """The client has not read what waits for it: drop it, and close the client (1008) rather than grow."""
+        self.closing = (f"the client is not reading: more than {self.max_queue_bytes} bytes of events wait for it "
+                        "(serve.max_queue_bytes)")
+        while not self.outgoing.empty():
+            self.outgoing.get_nowait()
+        self.queued_bytes = 0
+        self.finished, self.close_code, self.close_reason = True, 1008, self.closing
+        self.outgoing.put_nowait(None)
+
+    def sent(self, text: str) -> None:
+        """A queued event left the queue (the sender took it)."""
+        self.queued_bytes -= len(text)
 
     @property
     def turns(self) -> bool:
@@ -186,12 +264,21 @@ class Connection:
         return self.mode == "turns"
 
     def session_object(self) -> dict:
-        """The session object of ``session.created`` / ``.updated``, with what is served under the additive
-        ``ticktock`` key: ``{"mode": "duplex" or "turns", "model": adapter name, "decoder": decoder name, "talker":
-        talker name}`` (a live run against this server is labelled by them: ``ticktock.endpoints.run``)."""
+        """The session object of ``session.created`` / ``.updated``: its ``model`` is the model this server runs
+        (not the name a client asked for), with what is served under the additive ``ticktock`` key: ``{"mode":
+        "duplex" or "turns", "model": adapter name, "decoder": decoder name, "talker": talker name}`` (a live run
+        against this server is labelled by them: ``ticktock.endpoints.run``)."""
         labels = {"mode": self.mode, "model": self.model_name, "decoder": self.decoder_name,
                   "talker": self.talker_name}
-        return {**protocol.session_object(self.session_id, self.settings), "ticktock": labels}
+        served = replace(self.settings, model=self.model_name)
+        return {**protocol.session_object(self.session_id, served), "ticktock": labels}
+
+    def announce(self) -> None:
+        """``session.created`` (once): on connect in turn mode; in duplex mode in answer to the handshake, or before the
+        first event of a client that skipped it (vLLM-Omni then opens the session with its defaults)."""
+        if not self.created:
+            self.created = True
+            self.send_soon(protocol.session_created(self.session_object()))
 
     # ----------------------------------------------------------------------------------- the session's reports
 
@@ -209,14 +296,17 @@ class Connection:
                        protocol.function_call_arguments_done(rid, item), protocol.output_item_done(rid, item))
 
     def on_end(self, error: BaseException | None) -> None:
+        """The session's thread ended: the open response's ``response.done``, an ``engine_error`` if it failed, and
+        ``session.closed`` (``ended``). Nothing, when the connection has already said its last word (a graceful
+        close, an expiry, the server's shutdown: ``finish`` keeps the first)."""
         events = [protocol.response_done(self.response_id)] if self.response_id else []
         self.response_id = None
         reason = "ended"
         if error is not None:
             reason = "engine_error"
-            events.append(protocol.error_event("engine_error", f"the session failed: {type(error).__name__}: "
-                                                               f"{' '.join(str(error).split())}"))
-        self.send_soon(*events, protocol.session_closed(self.session_id, reason), None)
+            events.append(protocol.error_event("engine_error", "the session failed: " + protocol.clipped(
+                f"{type(error).__name__}: {' '.join(str(error).split())}")))
+        self.finish_soon(*events, protocol.session_closed(self.session_id, reason))
 
     def unit_events(self, report: UnitReport) -> list[dict]:
         """The events of one unit: a listen decision (after ``response.done`` of the response being spoken, if any),
@@ -264,10 +354,26 @@ def session_tool(tool) -> dict:
             "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}
 
 
+def close_partial_unit(audio: LiveAudio) -> None:
+    """Close the unit the audio is in the middle of with silence (at a unit boundary: nothing), so that it is decided
+    now. A partial unit that no longer fits the buffer (``serve.max_ahead_s``) is left open.
+
+    >>> audio = LiveAudio()
+    >>> audio.append(np.ones(4_000, dtype=np.float32)); close_partial_unit(audio)
+    >>> audio.received_samples(), audio.ended
+    (16000, False)
+    """
+    partial = audio.received_samples() % audio.unit_samples
+    if partial and not audio.ended:
+        try:
+            audio.append(np.zeros(audio.unit_samples - partial, dtype=np.float32))
+        except LiveAudioFull:
+            pass
+
+
 def end_input(audio: LiveAudio) -> None:
-    """The end of a session's input: its last partial unit is closed with silence, and the session ends after it
-    (its remaining units are still decided and sent). A partial unit that no longer fits the buffer
-    (``serve.max_ahead_s``) is dropped. Ending twice does nothing.
+    """The end of a session's input: its last partial unit is closed with silence (``close_partial_unit``), and the
+    session ends after it (its remaining units are still decided and sent). Ending twice does nothing.
 
     >>> audio = LiveAudio()
     >>> audio.append(np.ones(4_000, dtype=np.float32)); end_input(audio)
@@ -276,13 +382,19 @@ def end_input(audio: LiveAudio) -> None:
     """
     if audio.ended:
         return
-    partial = audio.received_samples() % audio.unit_samples
-    if partial:
-        try:
-            audio.append(np.zeros(audio.unit_samples - partial, dtype=np.float32))
-        except LiveAudioFull:
-            pass
+    close_partial_unit(audio)
     audio.end()
+
+
+def bearer_token(header: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (the scheme in any case, as RFC 7235 has it); None
+    for anything else, a bare token included.
+
+    >>> bearer_token("Bearer s3cret"), bearer_token("bearer s3cret"), bearer_token("s3cret"), bearer_token("")
+    ('s3cret', 's3cret', None, None)
+    """
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 class Server:
@@ -293,6 +405,7 @@ class Server:
         self.options = options
         self.token = options.token()
         self.connections: set[Connection] = set()
+        self.sessions: set[ServedSession] = set()  # every session whose thread may still run
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=protocol.MAX_FRAME_BYTES)
@@ -314,37 +427,35 @@ class Server:
         return static_file(request.match_info["name"])
 
     async def health(self, request: web.Request) -> web.Response:
-        return web.json_response({"sessions": len(self.connections), "max_sessions": self.options.max_sessions,
-                                  "model": self.model.model_name, "decoder": self.model.decoder_name})
+        """``{"status": "ok"}`` while the server serves; open without a token, so it says nothing about sessions,
+        the model or the decoder."""
+        return web.json_response({"status": "ok"})
 
     # ---------------------------------------------------------------------------------------- a session
 
     async def realtime(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=FRAME_LIMIT)
+        ws = web.WebSocketResponse(heartbeat=self.options.ping_interval_s, max_msg_size=FRAME_LIMIT,
+                                   timeout=CLOSE_WAIT_S)
         await ws.prepare(request)
         refusal = self.refusal(request)
         if refusal is not None:
-            code, message = refusal
-            await ws.send_json(protocol.error_event(code, message))
-            await ws.close(code=1008, message=message[:120].encode())
+            await self.refuse(ws, *refusal)
             return ws
         connection = self.open(ws, serving_mode(request.query))
-        sender = asyncio.ensure_future(self.send_events(connection))
+        connection.sender = asyncio.ensure_future(self.send_events(connection))
+        if connection.turns:
+            connection.announce()  # as OpenAI-style servers do: before any client event
         try:
             await self.read_events(connection)
         finally:
-            self.connections.discard(connection)
-            if connection.turns:  # the socket closed: the input ends, its last units are still decided
-                end_input(connection.session.audio)
-            await asyncio.get_running_loop().run_in_executor(None, connection.session.close)
-            connection.send_soon(None)
-            await asyncio.wait_for(sender, timeout=10.0)
+            await self.end(connection, request.transport)
         return ws
 
     def refusal(self, request: web.Request) -> tuple[str, str] | None:
-        """Why a connection is refused (a code and a message), or None: a wrong or missing token, a full server."""
+        """Why a connection is refused (a code and a message), or None: a wrong or missing token (only
+        ``Authorization: Bearer <token>`` is read, as vLLM's server reads it), a full server."""
         if self.token is not None:
-            given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            given = bearer_token(request.headers.get("Authorization", "")) or ""
             if not hmac.compare_digest(given.encode(), self.token.encode()):
                 return "invalid_api_key", "missing or wrong bearer token (Authorization: Bearer ...)"
         if len(self.connections) >= self.options.max_sessions:
@@ -352,65 +463,145 @@ class Server:
                                              "(serve.max_sessions); try again later")
         return None
 
+    async def refuse(self, ws: web.WebSocketResponse, code: str, message: str) -> None:
+        """Refuse a connection: its ``error`` event, then a 1008 close once the client has sent its first frame (or
+        after ``serve.config_timeout_s``). A client that sends its ``session.update`` as soon as it is connected (the
+        OpenAI SDK does) would otherwise find the socket closed under its first send, and never read the error."""
+        await ws.send_json(protocol.error_event(code, message))
+        try:
+            await ws.receive(timeout=self.options.config_timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        if not ws.closed:
+            await ws.close(code=1008, message=message[:120].encode())
+
     def open(self, ws: web.WebSocketResponse, mode: str = "duplex") -> Connection:
         connection = Connection(ws, f"sess_{uuid.uuid4().hex[:16]}", self.model.model_name,
                                 asyncio.get_running_loop(), decoder_name=self.model.decoder_name, mode=mode,
-                                talker_name=self.model.talker_name)
+                                talker_name=self.model.talker_name, max_queue_bytes=self.options.max_queue_bytes)
         connection.session = ServedSession(self.model, connection.session_id, connection.on_unit, connection.on_call,
                                            connection.on_end, max_ahead_s=self.options.max_ahead_s,
                                            tool_timeout_s=self.options.tool_timeout_s,
                                            on_speech=connection.on_speech)
         self.connections.add(connection)
+        self.sessions.add(connection.session)
         return connection
 
     async def send_events(self, connection: Connection) -> None:
         """Send the connection's queued events in order until the end marker (None), then close it."""
+        ws = connection.ws
         while True:
-            event = await connection.outgoing.get()
-            if event is None or connection.ws.closed:
+            text = await connection.outgoing.get()
+            if text is None or ws.closed:
                 break
+            connection.sent(text)
             try:
-                await connection.ws.send_str(json.dumps(event))
+                await ws.send_str(text)
             except (ConnectionError, RuntimeError):
                 break
-        if not connection.ws.closed:
-            reason = connection.closing or "session ended"
-            await connection.ws.close(code=1000 if connection.closing is None else 1008, message=reason[:120].encode())
+        if not ws.closed:
+            await ws.close(code=connection.close_code, message=connection.close_reason[:120].encode())
 
     async def read_events(self, connection: Connection) -> None:
-        """Handle the client's frames until it disconnects, says ``session.close``, or is closed for not reading."""
-        async for message in connection.ws:
-            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
-                break
-            try:
-                event = protocol.parse_client_event(message.data)
-                if self.handlers[type(event)](self, connection, event) == "close":
-                    break
-            except protocol.ProtocolError as err:
-                connection.send_soon(protocol.error_event(err.code, str(err), err.event_id))
-            except Exception as err:  # a fault of ours: the client is told, the session and the server go on
-                connection.send_soon(protocol.error_event("internal_error", f"{type(err).__name__}: "
-                                                                            f"{' '.join(str(err).split())}"))
-            if connection.closing is not None:
-                break
+        """Handle the client's frames until it disconnects, the session ends (``session.close``, an expiry, the
+        server's shutdown), or it is closed for not reading."""
+        while connection.closing is None:
+            message = await self.next_frame(connection)
+            if message is None or self.handle(connection, message.data) == "close":
+                return
+
+    async def next_frame(self, connection: Connection):
+        """The client's next frame; None when the socket closed, or when the client said nothing in time: before its
+        handshake within ``serve.config_timeout_s`` (an ``error``, ``config_timeout``), after it within
+        ``serve.idle_timeout_s`` (``session.expired``)."""
+        handshake = not connection.turns and not connection.created
+        timeout = self.options.config_timeout_s if handshake else self.options.idle_timeout_s
+        try:
+            message = await connection.ws.receive(timeout=timeout)
+        except asyncio.TimeoutError:
+            if handshake:
+                connection.finish(protocol.error_event("config_timeout", f"no session.update within {timeout:g} s of "
+                                                       "connecting (serve.config_timeout_s)"), reason="config_timeout")
+            else:
+                connection.finish(protocol.session_expired(connection.session_id), reason="idle_ttl_expired")
+            return None
+        return message if message.type in (WSMsgType.TEXT, WSMsgType.BINARY) else None
+
+    def handle(self, connection: Connection, frame) -> str | None:
+        """One client frame: parsed and handled; a bad one answered with an ``error`` event. ``"close"`` when the
+        connection ends here."""
+        try:
+            event = protocol.parse_client_event(frame)
+            if not isinstance(event, protocol.SessionUpdate):
+                connection.announce()  # a duplex client that skipped the handshake: its session opens with defaults
+            return self.handlers[type(event)](self, connection, event)
+        except protocol.ProtocolError as err:
+            connection.send_soon(protocol.error_event(err.code, str(err), err.event_id))
+        except Exception as err:  # a fault of ours: the client is told, the session and the server go on
+            connection.send_soon(protocol.error_event("internal_error", protocol.clipped(
+                f"{type(err).__name__}: {' '.join(str(err).split())}")))
+        return None
+
+    async def end(self, connection: Connection, transport) -> None:
+        """The connection's end: the server stops counting it, its session stops (in turn mode, a client that hung up
+        still has its remaining units decided), its last events are written and the socket is closed. A client that
+        does not read is not waited for: its socket is closed at once (1008), and dropped after ``ABORT_AFTER_S``
+        if it still has not read what waits for it."""
+        self.connections.discard(connection)
+        session = connection.session
+        if connection.turns and not connection.finished:
+            end_input(session.audio)  # the socket closed: the input ends, its last units are still decided
+        else:
+            session.cancel()
+        connection.finish()
+        sender = connection.sender
+        if connection.closing is not None:
+            sender.cancel()  # it may be waiting to write to a client that does not read
+        await asyncio.wait({sender}, timeout=SEND_WAIT_S)
+        sender.cancel()
+        if not connection.ws.closed:
+            await connection.ws.close(code=connection.close_code, message=connection.close_reason[:120].encode(),
+                                      drain=False)
+        if transport is not None and transport.get_write_buffer_size():
+            asyncio.get_running_loop().call_later(ABORT_AFTER_S, transport.abort)
+        await asyncio.get_running_loop().run_in_executor(None, session.join, JOIN_S)
+        if not session.running:
+            self.sessions.discard(session)
+
+    def stop_sessions(self, timeout_s: float) -> None:
+        """Cancel every session whose thread still runs and wait for them, ``timeout_s`` at most in all (the server
+        is going away: no thread may be left inside the model when the process exits)."""
+        deadline = time.monotonic() + timeout_s
+        for session in list(self.sessions):
+            session.cancel()
+        for session in list(self.sessions):
+            session.join(max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------------ one handler per client event
 
     def on_session_update(self, connection: Connection, event: protocol.SessionUpdate) -> None:
+        """Fold the update into the session's settings, all or nothing. Once audio has started, the instructions,
+        the tools and the input audio format are fixed (an ``invalid_request`` error for a format change: nothing
+        changes). Answered ``session.created`` (the handshake, once) and ``session.updated``."""
         session = connection.session
-        if session.started and (event.instructions is not None or event.tools is not None):
-            raise protocol.ProtocolError("bad_event", "session.update: instructions and tools are fixed once audio "
-                                         "has started", event.event_id)
-        connection.settings = connection.settings.updated(event)
-        session.configure(connection.settings.instructions, tuple(session_tool(t) for t in connection.settings.tools))
-        created = [] if connection.created else [protocol.session_created(connection.session_object())]
-        connection.created = True  # vLLM-Omni's client waits for session.created, OpenAI's for session.updated
-        connection.send_soon(*created, protocol.session_updated(connection.session_object()))
+        settings = connection.settings.updated(event)
+        if session.started:
+            if event.instructions is not None or event.tools is not None:
+                raise protocol.ProtocolError("bad_event", "session.update: instructions and tools are fixed once audio "
+                                             "has started", event.event_id)
+            before, after = connection.settings.input_audio, settings.input_audio
+            if after != before:
+                raise protocol.ProtocolError(
+                    "invalid_request", f"session.update: the input audio format is fixed once audio has started (it "
+                    f"is {before.encoding} at {before.sample_rate_hz} Hz, asked {after.encoding} at "
+                    f"{after.sample_rate_hz} Hz); nothing was changed", event.event_id)
+        else:
+            session.configure(settings.instructions, tuple(session_tool(t) for t in settings.tools))
+        connection.settings = settings
+        connection.announce()  # vLLM-Omni's client waits for session.created, OpenAI's for session.updated
+        connection.send_soon(protocol.session_updated(connection.session_object()))
 
     def on_append(self, connection: Connection, event: protocol.AudioAppend) -> None:
-        if not connection.created:  # a client that skips the handshake still learns its session
-            connection.created = True
-            connection.send_soon(protocol.session_created(connection.session_object()))
         samples = protocol.decode_audio(event.audio, event.audio_format(connection.settings.input_audio),
                                         event.event_id)
         session = connection.session
@@ -421,24 +612,26 @@ class Server:
         except LiveAudioFull as err:
             raise protocol.ProtocolError("input_backpressure", str(err), event.event_id) from None
         except AudioEnded:
-            raise protocol.ProtocolError("session_closed", "the input has been committed: no more audio is taken",
-                                         event.event_id) from None
+            raise protocol.ProtocolError("session_closed", "the session's input has ended (session.close): no more "
+                                         "audio is taken", event.event_id) from None
 
     def on_commit(self, connection: Connection, event: protocol.AudioCommit) -> None:
-        """Duplex mode: the end of the client's input (``end_input``). Turn mode: the end of a user turn, answered
-        ``input_audio_buffer.committed``; the input goes on (the model has been listening all along, and decides
-        itself when to answer)."""
-        if connection.turns:
-            connection.send_soon(protocol.input_audio_buffer_committed(f"item_{uuid.uuid4().hex[:16]}"))
-        elif event.final and not connection.session.audio.ended:
-            end_input(connection.session.audio)
-            if not connection.session.started:
-                connection.session.start()
+        """The end of a user turn, in either mode: answered ``input_audio_buffer.committed`` (a fresh user item,
+        after the previous commit's), and the input goes on. In duplex mode the turn's partial unit is closed with
+        silence (``close_partial_unit``), as vLLM-Omni's MiniCPM-o 4.5 input buffer closes a turn's residual audio, so
+        the turn's last audio is decided now. In turn mode the unit timeline is left as it is (the model has heard
+        every sample as it arrived, and decides itself when to answer)."""
+        if not connection.turns:
+            close_partial_unit(connection.session.audio)
+        item_id, previous = f"item_{uuid.uuid4().hex[:16]}", connection.committed_item
+        connection.committed_item = item_id
+        connection.send_soon(protocol.input_audio_buffer_committed(item_id, previous))
 
     def on_function_call_output(self, connection: Connection, event: protocol.FunctionCallOutput) -> None:
         if not connection.session.tools.answer(event.call_id, event.output):
-            raise protocol.ProtocolError("invalid_function_call_output", f"no function call {event.call_id!r} is "
-                                         "waiting for its output", event.event_id)
+            raise protocol.ProtocolError("invalid_function_call_output", f"no function call "
+                                         f"'{protocol.clipped(event.call_id)}' is waiting for its output",
+                                         event.event_id)
 
     def on_playback_ack(self, connection: Connection, event: protocol.PlaybackAck) -> None:
         connection.played_ms = max(connection.played_ms, float(event.played_ms))
@@ -447,13 +640,20 @@ class Server:
         connection.send_soon(protocol.heartbeat_ack(connection.session_id))
 
     def on_session_close(self, connection: Connection, event: protocol.SessionClose) -> str | None:
-        """Duplex mode: the connection closes now. Turn mode: the end of the input (``end_input``); the session's
-        remaining units are still decided and sent, then ``session.closed`` (``ended``) closes the connection."""
+        """Duplex mode: a graceful close, as vLLM-Omni's: work is cancelled (nothing more is decided or reported),
+        then ``session.closed`` with the client's reason (``client_close`` unless it gave one) and the socket closes.
+        Turn mode: the end of the input (``end_input``); the session's remaining units are still decided and sent,
+        then ``session.closed`` (``ended``) closes the connection."""
+        session = connection.session
         if connection.turns:
-            end_input(connection.session.audio)
-            if connection.session.started:
-                return None
-        return "close"  # (a turn-mode session that never had audio ends here: ``session.closed`` follows at once)
+            end_input(session.audio)
+            if session.started:
+                return None  # (the session's thread ends after its last unit: on_end)
+            connection.finish(protocol.session_closed(connection.session_id, "ended"))
+            return "close"
+        connection.finish(protocol.session_closed(connection.session_id, event.reason))
+        session.cancel()
+        return "close"
 
     def on_clear(self, connection: Connection, event: protocol.AudioClear) -> None:
         """Turn mode: accepted and ignored. Nothing waits in a buffer to be cleared: the model has heard every sample
@@ -480,10 +680,15 @@ class Server:
         protocol.AudioClear: on_clear, protocol.ResponseCancel: on_not_in_duplex,
     }
 
-    async def close_all(self, app: web.Application) -> None:
-        """On shutdown (Ctrl-C): every open session is told ``session.closed`` and its connection closed."""
+    async def close_all(self, app: web.Application | None = None) -> None:
+        """On shutdown (Ctrl-C, SIGTERM): every open session's work is cancelled, it is told ``session.closed``
+        (``server_shutdown``) and its connection is closed (1001); waits up to ``SHUTDOWN_S`` for that to be
+        written."""
+        senders = []
         for connection in list(self.connections):
-            connection.session.audio.end()
-            if not connection.ws.closed:
-                await connection.ws.send_json(protocol.session_closed(connection.session_id, "server_shutdown"))
-                await connection.ws.close(code=1001, message=b"server shutting down")
+            connection.finish(protocol.session_closed(connection.session_id, "server_shutdown"), code=1001,
+                              reason="server shutting down")
+            connection.session.cancel()
+            senders.append(connection.sender)
+        if senders:
+            await asyncio.wait(senders, timeout=SHUTDOWN_S)

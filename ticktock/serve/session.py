@@ -22,6 +22,7 @@ Example (the embedded model and AR; a client streams audio into ``session.audio`
     session.start()
     session.audio.append(samples)                             # ... as they arrive
     session.audio.end()                                       # the client is done: the thread ends after its units
+    session.cancel()                                          # or: stop now, report nothing more (session.close)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from ticktock.replay.audio_source import AudioEnded
 from ticktock.replay.engine import ChunkTrace, ReplayEngine
 from ticktock.serve.live import DeviceQueue, LiveAudio, LiveClock
 from ticktock.sessions.manifest import Session
@@ -71,7 +73,7 @@ class ServedModel:
 
     def __init__(self, cfg):
         from ticktock.decoders.selection import Sampling
-        from ticktock.replay.runner import build, build_checked
+        from ticktock.replay.config import build, build_checked
         from ticktock.adapters.base import ModelAdapter
 
         self.cfg = cfg
@@ -104,12 +106,41 @@ class ServedModel:
     def engine(self, audio: LiveAudio, tools):
         """A replay engine for one session: a replica of the model, a fresh decoder, a live clock, its talker."""
         from ticktock.replay.injection import ToolCallInjector
-        from ticktock.replay.runner import build_speech
+        from ticktock.replay.config import build_speech
 
         adapter = self.adapter.replica()
         clock = LiveClock(audio, self.device, adapter.synchronize)
         return ReplayEngine(adapter, self.decoder(), clock, self.sampling, ToolCallInjector(tools),
                             None, build_speech(self.cfg, clock))
+
+
+class ServedAudio(LiveAudio):
+    """A served session's ``LiveAudio`` that can also be cancelled: ``cancel()`` ends it at once, and the engine's
+    next wait for audio ends the session even where whole units are still buffered (a graceful ``session.close``
+    decides nothing more; ``end()`` lets the buffered units be decided).
+
+    >>> import numpy as np
+    >>> audio = ServedAudio()
+    >>> audio.append(np.zeros(32_000, dtype=np.float32)); audio.cancel()
+    >>> audio.wait_for(1000.0)
+    Traceback (most recent call last):
+    ...
+    ticktock.replay.audio_source.AudioEnded: the session was closed: no more units are decided
+    """
+
+    cancelled = False
+
+    def cancel(self) -> None:
+        with self._changed:
+            self.cancelled = True
+        self.end()
+
+    def wait_for(self, at_ms: float) -> None:
+        if self.cancelled:
+            raise AudioEnded("the session was closed: no more units are decided")
+        super().wait_for(at_ms)
+        if self.cancelled:
+            raise AudioEnded("the session was closed: no more units are decided")
 
 
 class ClientTools:
@@ -121,11 +152,15 @@ class ClientTools:
         self.on_call = on_call
         self.timeout_s = timeout_s
         self._answers: dict[str, queue.Queue] = {}
+        self.cancelled = False
 
     def respond(self, call: dict) -> str:
         call_id = f"call_{uuid.uuid4().hex[:16]}"
         answer: queue.Queue = queue.Queue(maxsize=1)
         self._answers[call_id] = answer
+        if self.cancelled:
+            self._answers.pop(call_id, None)
+            return '{"error": "the session was closed"}'
         self.on_call(call_id, call)
         try:
             return answer.get(timeout=self.timeout_s)
@@ -134,12 +169,22 @@ class ClientTools:
         finally:
             self._answers.pop(call_id, None)
 
+    def cancel(self) -> None:
+        """The session is closed: every call still waiting is answered with an error object at once (and later ones
+        too), so the session's thread is not held for ``timeout_s``."""
+        self.cancelled = True
+        for call_id in list(self._answers):
+            self.answer(call_id, '{"error": "the session was closed"}')
+
     def answer(self, call_id: str, output: str) -> bool:
         """Deliver the client's output for ``call_id``; False when no call of that id is waiting."""
         waiting = self._answers.get(call_id)
         if waiting is None:
             return False
-        waiting.put_nowait(output)
+        try:
+            waiting.put_nowait(output)
+        except queue.Full:  # answered twice: the first answer stands
+            pass
         return True
 
 
@@ -153,12 +198,13 @@ class ServedSession:
         self.model = model
         self.session = Session(session_id, "live", LIVE_AUDIO_PATH, MAX_SESSION_S,
                                system_prompt=system_prompt, tools=tuple(tools))
-        self.audio = LiveAudio(max_ahead_s=max_ahead_s)
+        self.audio = ServedAudio(max_ahead_s=max_ahead_s)
         self.tools = ClientTools(on_call, tool_timeout_s)
         self.on_unit = on_unit
         self.on_speech = on_speech
         self.on_end = on_end
         self.units: list[UnitReport] = []
+        self.cancelled = False
         self._thread: threading.Thread | None = None
 
     def configure(self, system_prompt: str | None = None, tools: tuple | None = None) -> None:
@@ -180,12 +226,35 @@ class ServedSession:
         self._thread.start()
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """End the audio and wait for the session's thread (it ends after its current unit)."""
+        """End the audio and wait for the session's thread (it ends after its remaining whole units)."""
         self.audio.end()
         if self._thread is None:
             self.on_end(None)  # no audio ever came: the session ends here
         else:
             self._thread.join(timeout_s)
+
+    def cancel(self) -> None:
+        """Stop now (a graceful ``session.close``, a closed socket, the server's shutdown): nothing more is reported,
+        no unit not yet being decided is decided, a tool call waiting for its output is answered with an error.
+        ``on_end`` is still called once the thread ends (at once when no audio ever came). Returns at once; ``join``
+        waits for the thread."""
+        if self.cancelled:
+            return
+        self.cancelled = True
+        self.tools.cancel()
+        self.audio.cancel()
+        if self._thread is None:
+            self.on_end(None)
+
+    def join(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the session's thread to end (nothing to wait for when it never started)."""
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    @property
+    def running(self) -> bool:
+        """Whether the session's thread is still running."""
+        return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
         error = None
@@ -217,10 +286,13 @@ class ServedSession:
             draft_accepted=(counters.accepted_draft_tokens > 0) if offered else None,
             accepted_draft_tokens=counters.accepted_draft_tokens, output_tokens=list(chunk.output))
         self.units.append(report)
-        self.on_unit(report)
+        if not self.cancelled:
+            self.on_unit(report)
 
     def _speech(self, chunk: ChunkTrace) -> None:
         """The unit's speech, once its talker has synthesized it: ``on_speech(unit, samples, sample_rate)``."""
         piece = chunk.speech
-        if self.on_speech is not None and piece is not None and piece.samples is not None and len(piece.samples):
+        if self.cancelled or self.on_speech is None:
+            return
+        if piece is not None and piece.samples is not None and len(piece.samples):
             self.on_speech(chunk.span.index, piece.samples, piece.sample_rate)

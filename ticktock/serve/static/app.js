@@ -4,12 +4,17 @@
 // whether to listen or speak and needs the audio to keep flowing. Audio goes up as base64 PCM16 at 16 kHz, 100 ms
 // per input_audio_buffer.append; the talker's speech comes back as base64 PCM16 at each delta's sample_rate_hz and
 // is played back to back. Per unit a row: decision, post-audio latency, draft accepted, deadline miss.
-// ?autostart=1 presses Talk on load; ?aec=0 turns the browser's echo cancellation off.
+// ?autostart=1 presses Talk on load where the browser lets a page start audio by itself; where it wants a click first
+// (an AudioContext needs a user gesture: most browsers, by default), the page says so and Talk starts it.
+// ?aec=0 turns the browser's echo cancellation off. Hang up ends the session as the server's contract has it:
+// session.close, then the server's session.closed (or the socket's close) ends it here.
 // window.ticktock is a read-only status for tests: {state, unitsShown, appendsSent, playedSeconds, errors,
-// serverErrors, medianMs}.
+// serverErrors, medianMs}; state is idle, needs-gesture, starting, connecting, live, closing or closed.
 
 const INPUT_RATE = 16000;
 const FRAME_SAMPLES = 1600; // 100 ms at 16 kHz per append
+const AUTOSTART_WAIT_MS = 1000; // how long autostart waits for the browser to let audio start without a click
+const CLOSE_WAIT_MS = 5000; // how long Hang up waits for session.closed before it closes the socket itself
 const params = new URLSearchParams(location.search);
 
 const $ = (id) => document.getElementById(id);
@@ -37,6 +42,7 @@ window.addEventListener("unhandledrejection", (e) => pageError(String(e.reason &
 
 let session = null; // {ws, context, stream, worklet, nextPlay, responses}
 let talking = false;
+let pending = null; // an AudioContext made on load (?autostart=1) that waits for a click to start
 
 function setState(state, text) {
   status.state = state;
@@ -53,8 +59,9 @@ function showError(text) {
 
 async function open() {
   setState("starting", "Starting: microphone and audio...");
-  const context = new AudioContext({ latencyHint: "interactive" });
-  await context.resume();
+  const context = pending || new AudioContext({ latencyHint: "interactive" });
+  pending = null;
+  await context.resume(); // (in a click's handler: the browser lets it start)
   await context.audioWorklet.addModule("/static/capture-worklet.js");
   const aec = params.get("aec") !== "0";
   const stream = await navigator.mediaDevices.getUserMedia({
@@ -249,10 +256,36 @@ function unbase64(text) {
 
 // ------------------------------------------------------------------------------------------ controls
 
-ui.talk.addEventListener("click", toggleTalk);
-ui.hangup.addEventListener("click", () => {
-  if (!session) return;
-  send(session, { type: "session.close" });
-  close("Hung up.");
+// Autostart: a page may start audio by itself only where the browser allows it; elsewhere an AudioContext stays
+// suspended until a click, and awaiting its resume() would hang. Ask, wait a moment, and otherwise say what to do.
+async function autostart() {
+  const context = new AudioContext({ latencyHint: "interactive" });
+  if (context.state !== "running") {
+    await Promise.race([context.resume(), new Promise((done) => setTimeout(done, AUTOSTART_WAIT_MS))]);
+  }
+  if (context.state === "running") {
+    pending = context;
+    toggleTalk();
+    return;
+  }
+  pending = context; // resumed by the click on Talk
+  ui.talk.textContent = "Start (click to allow audio)";
+  ui.talk.classList.add("needs-gesture");
+  setState("needs-gesture", "This browser starts audio only after a click: press Start to begin the session.");
+}
+
+function hangUp() {
+  const current = session;
+  if (!current || status.state === "closing") return;
+  send(current, { type: "session.close" }); // the server answers session.closed and closes the socket
+  setState("closing", "Hanging up...");
+  current.worklet.port.postMessage({ muted: true });
+  setTimeout(() => { if (session === current) close("Hung up."); }, CLOSE_WAIT_MS);
+}
+
+ui.talk.addEventListener("click", () => {
+  ui.talk.classList.remove("needs-gesture");
+  toggleTalk();
 });
-if (params.get("autostart") === "1") toggleTalk();
+ui.hangup.addEventListener("click", hangUp);
+if (params.get("autostart") === "1") autostart();
