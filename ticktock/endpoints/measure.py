@@ -45,12 +45,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from statistics import mean
 
 from ticktock.endpoints.client import LiveRecord, SentFrame, Stamped
 from ticktock.replay.timeline import advance
-from ticktock.results.playback import Piece, place, summarize
-from ticktock.results.rows import SESSION_SPEECH_COLUMNS, onset_flags
+from ticktock.results.playback import Piece, place
+from ticktock.results.rows import (ChunkFacts, ChunkPlayback, ChunkSpeech, ChunkTimes, SessionFacts, Sharing,
+                                   build_chunk_row, build_session_row, onset_flags)
 from ticktock.serve.client_events import AudioDelta, CallMade, ReplyDone, TextDelta, UnitDecided
 
 UNIT_MS = 1000.0
@@ -233,38 +233,33 @@ def _last_before(times: list[float], at_ms: float) -> float | None:
 
 def chunk_rows(record: LiveRecord, units: list[UnitMeasure], session, labels: dict, per_unit: bool,
                concurrency: int = 1, slot: int = 0, playback_delay_ms: float = 0.0) -> list[dict]:
-    """The chunk rows of a live session (the columns of ``ticktock.results.schema.CHUNKS``; what a live run cannot
-    know, such as forwards and draft counters, is null)."""
+    """The chunk rows of a live session (``ticktock.results.rows.build_chunk_row``): what a live client cannot see
+    is null (``rows.LIVE_UNKNOWN``; a turn-based protocol's lags too, ``rows.TURN_BASED_UNKNOWN``)."""
     spans = session.chunk_spans()[: len(units)]
-    kinds = [u.kind for u in units]
-    onsets = onset_flags(kinds, [u.ends_turn for u in units])
-    rows = []
-    for unit, span, onset in zip(units, spans, onsets):
-        rows.append({
-            **labels, "task": session.task, "session_id": session.session_id, "chunk_index": unit.index,
-            "start_s": span.start_s, "arrival_s": span.end_s, "user_speaking": span.user_speaking, "kind": unit.kind,
-            "num_output_tokens": None, "output_token_ids": [], "output_text": unit.shown_text,
-            "ends_turn": unit.ends_turn, "is_onset": onset, "injected_text": "\n".join(unit.injected),
-            "tool_calls_json": json.dumps(unit.calls) if unit.calls else "",
-            "post_audio_ms": unit.post_audio_ms, "post_audio_wall_ms": unit.post_audio_ms, "encode_wall_ms": None,
-            "carried_ms": 0.0 if per_unit else None, "lag_before_ms": unit.lag_before_ms, "lag_ms": unit.lag_ms,
-            "response_ms": unit.response_ms, "missed_deadline": unit.missed,
-            "concurrency": concurrency, "session_slot": slot, "send_lag_ms": unit.send_lag_ms,
-            **_speech_columns(unit),
-        })
-    _place_audio(record, units, rows, playback_delay_ms, per_unit)
-    return rows
+    onsets = onset_flags([u.kind for u in units], [u.ends_turn for u in units])
+    playback = unit_playback(record, units, per_unit, playback_delay_ms)
+    sharing = Sharing(concurrency, slot, 0.0)
+    return [build_chunk_row(labels, session, live_chunk(unit, span, onset, playback.get(unit.index), per_unit), sharing)
+            for unit, span, onset in zip(units, spans, onsets)]
 
 
-def _speech_columns(unit: UnitMeasure) -> dict:
-    audio_s = sum(delta.audio_s for _, delta in unit.audio)
+def live_chunk(unit: UnitMeasure, span, is_onset: bool, playback: ChunkPlayback | None, per_unit: bool) -> ChunkFacts:
+    """A live unit's facts: no token ids, forwards, drafts or encoding, and of the talker only what it sent (its
+    text and audio); the post-audio latency the client measured stands for the wall time too."""
+    times = ChunkTimes(unit.post_audio_ms, unit.post_audio_ms, None, 0.0 if per_unit else None, unit.lag_before_ms,
+                       unit.lag_ms, unit.response_ms, unit.missed)
+    return ChunkFacts(span, unit.kind, None, unit.shown_text, unit.ends_turn, is_onset, "\n".join(unit.injected),
+                      unit.calls, times, counters=None, speech=unit_speech(unit), playback=playback,
+                      send_lag_ms=unit.send_lag_ms)
+
+
+def unit_speech(unit: UnitMeasure) -> ChunkSpeech | None:
+    """The audio the server sent for a unit (None: none): its transcript (else its text), its deltas' total length
+    and their digests joined (cut to 64 characters); the talker's own work is not seen (None)."""
     if not unit.audio:
-        return {"talker_text": None, "audio_s": None, "audio_sha256": None, "talker_ms": None, "speech_ahead": None,
-                "speech_prepared": None, "audio_ready_ms": None, "playback_start_ms": None, "stall_ms": None}
-    return {"talker_text": unit.transcript or unit.text, "audio_s": audio_s,
-            "audio_sha256": "".join(delta.sha256 for _, delta in unit.audio)[:64], "talker_ms": None,
-            "speech_ahead": None, "speech_prepared": None, "audio_ready_ms": None, "playback_start_ms": None,
-            "stall_ms": None}
+        return None
+    return ChunkSpeech(unit.transcript or unit.text, sum(delta.audio_s for _, delta in unit.audio),
+                       "".join(delta.sha256 for _, delta in unit.audio)[:64], talker_ms=None, ahead=None, prepared=None)
 
 
 def audio_pieces(record: LiveRecord, units: list[UnitMeasure], per_unit: bool) -> tuple[list[Piece], list[int]]:
@@ -284,51 +279,37 @@ def audio_pieces(record: LiveRecord, units: list[UnitMeasure], per_unit: bool) -
     return pieces, owners
 
 
-def _place_audio(record: LiveRecord, units: list[UnitMeasure], rows: list[dict], delay_ms: float,
-                 per_unit: bool) -> None:
+def unit_playback(record: LiveRecord, units: list[UnitMeasure], per_unit: bool,
+                  delay_ms: float) -> dict[int, ChunkPlayback]:
+    """Unit index -> where its audio plays, from its end: its first delta's ready and start times, and the stalls
+    before all its deltas added up (units without audio are absent)."""
     pieces, owners = audio_pieces(record, units, per_unit)
-    placed = place(pieces, delay_ms)
-    for piece, where, owner in zip(pieces, placed, owners):
-        row = rows[owner]
-        unit_end = units[owner].end_ms if units[owner].end_ms is not None else piece.arrival_ms
-        start_ms = piece.arrival_ms + where.start_ms - unit_end
-        ready_ms = piece.arrival_ms + piece.ready_ms - unit_end
-        if row["playback_start_ms"] is None:
-            row["playback_start_ms"], row["audio_ready_ms"], row["stall_ms"] = start_ms, ready_ms, 0.0
-        row["stall_ms"] += where.stall_ms
+    by_index = {unit.index: unit for unit in units}
+    playback: dict[int, ChunkPlayback] = {}
+    for piece, where, owner in zip(pieces, place(pieces, delay_ms), owners):
+        unit_end = by_index[owner].end_ms if by_index[owner].end_ms is not None else piece.arrival_ms
+        if owner not in playback:
+            playback[owner] = ChunkPlayback(ready_ms=piece.arrival_ms + piece.ready_ms - unit_end,
+                                            start_ms=piece.arrival_ms + where.start_ms - unit_end, stall_ms=0.0)
+        first = playback[owner]
+        playback[owner] = ChunkPlayback(first.ready_ms, first.start_ms, first.stall_ms + where.stall_ms)
+    return playback
 
 
 def session_row(record: LiveRecord, units: list[UnitMeasure], session, labels: dict, chunks: list[dict],
                 per_unit: bool, concurrency: int = 1, slot: int = 0, start_ms: float = 0.0,
                 playback_delay_ms: float = 0.0) -> dict:
-    """The session row of a live session (``ticktock.results.schema.SESSIONS``)."""
-    lags = [c["lag_ms"] for c in chunks if c["lag_ms"] is not None]
-    onsets = [c["response_ms"] for c in chunks if c["is_onset"] and c["response_ms"] is not None]
-    tools = [u.onset_ms for u in units if u.kind == "tool" and u.onset_ms is not None]
-    speech = [u.shown_text for u in units if u.kind == "speak"]
-    calls = [call for u in units for call in u.calls]
-    lags_sent = [frame.lag_ms for frame in record.frames]
-    return {
-        **labels, "task": session.task, "session_id": session.session_id, "num_chunks": len(chunks),
-        "duration_s": session.duration_s, "max_lag_ms": max(lags, default=0.0) if per_unit else None,
-        "mean_lag_ms": (mean(lags) if lags else 0.0) if per_unit else None,
-        "num_missed_deadlines": sum(bool(c["missed_deadline"]) for c in chunks) if per_unit else None,
-        "onset_latencies_ms": onsets, "mean_onset_ms": mean(onsets) if onsets else None,
-        "tool_call_latencies_ms": tools, "mean_tool_call_ms": mean(tools) if tools else None,
-        "speech_text": "".join(speech).strip(), "tool_calls_json": json.dumps(calls),
-        "expected_json": json.dumps(session.expected, sort_keys=True),
-        "turns_json": json.dumps([{k: v for k, v in vars(t).items() if k != "words"} for t in session.turns]),
-        "replay_wall_s": record.wall_s, "concurrency": concurrency, "session_slot": slot, "start_ms": start_ms,
-        "max_send_lag_ms": max(lags_sent, default=0.0),
-        **_playback_summary(record, units, per_unit, playback_delay_ms),
-    }
-
-
-def _playback_summary(record: LiveRecord, units: list[UnitMeasure], per_unit: bool, delay_ms: float) -> dict:
+    """The session row of a live session (``ticktock.results.rows.build_session_row``); its inputs' digests are
+    null here: the live run stamps them."""
     pieces, _ = audio_pieces(record, units, per_unit)
-    if not pieces:
-        return dict.fromkeys(SESSION_SPEECH_COLUMNS)
-    summary = summarize(pieces, place(pieces, delay_ms))
-    first = summary.first_audio_ms
-    return dict(zip(SESSION_SPEECH_COLUMNS, (first, mean(first) if first else None, summary.num_stalls,
-                                             summary.stall_ms, summary.speech_s, summary.stalls_per_minute)))
+    facts = SessionFacts(
+        lags_measured=per_unit,
+        tool_call_latencies_ms=[u.onset_ms for u in units if u.kind == "tool" and u.onset_ms is not None],
+        spoken_texts=[u.shown_text for u in units if u.kind == "speak"],
+        tool_calls=[call for u in units for call in u.calls],
+        wall_s=record.wall_s,
+        speech_pieces=pieces or None,
+        max_send_lag_ms=max((frame.lag_ms for frame in record.frames), default=0.0),
+        inputs=None,
+    )
+    return build_session_row(labels, session, chunks, facts, Sharing(concurrency, slot, start_ms), playback_delay_ms)
