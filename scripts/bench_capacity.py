@@ -38,7 +38,8 @@ import pyarrow.parquet as pq
 from ticktock.corpus.arguments import whole_number
 from ticktock.endpoints.run import is_endpoint, run_live
 from ticktock.errors import ConfigError, user_errors
-from ticktock.replay.runner import build, check_run_options, compose_run, run, select_sessions
+from ticktock.replay.config import build, check_run_options, compose_run, select_sessions
+from ticktock.replay.runner import run
 from ticktock.tables.build import FIGURE_TABLES
 from ticktock.tables.capacity import (CapacitySearch, capacity_data, capacity_figure, capacity_ratio, capacity_table,
                                       search_capacity, verdict)

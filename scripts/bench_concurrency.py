@@ -36,7 +36,8 @@ import pyarrow.parquet as pq
 from ticktock.corpus.arguments import whole_number
 from ticktock.errors import ConfigError, user_errors
 from ticktock.replay.concurrency import MAX_SESSIONS
-from ticktock.replay.runner import build, check_run_options, compose_run, run, select_sessions
+from ticktock.replay.config import build, check_run_options, compose_run, select_sessions
+from ticktock.replay.runner import run
 
 
 class ArgumentError(ConfigError):

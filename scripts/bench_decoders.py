@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ticktock.replay.runner import compose_run, run
+from ticktock.replay.config import compose_run
+
+from ticktock.replay.runner import run
 from ticktock.tables.metrics import speak_mask, speedup
 
 BUCKETS = [(1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128)]

@@ -110,14 +110,15 @@ def sessions_overrides(args, per_task: int | None = None) -> list[str]:
 
 def live(folder: Path, url: str, *overrides: str) -> Path:
     from ticktock.endpoints.run import run_live
-    from ticktock.replay.runner import compose_run
+    from ticktock.replay.config import compose_run
 
     run_live(compose_run("ar", "endpoint", None, [f"model.url={url}", *overrides]), folder)
     return folder
 
 
 def in_process(folder: Path, decoder: str, *overrides: str) -> Path:
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     run(compose_run(decoder, "embedded", None, ["clock=wall", *overrides]), folder)
     return folder

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ticktock.replay.runner import compose_run, run
+from ticktock.replay.config import compose_run
+
+from ticktock.replay.runner import run
 from ticktock.tables.metrics import BUCKETS, max_lag, onset_latency, speak_mask, speedup, tool_mask
 
 VARIANTS = ("ar", "speclisten_silence", "speclisten_runnerup", "speclisten", "speclisten_plus")

@@ -27,7 +27,9 @@ import argparse
 import math
 from pathlib import Path
 
-from ticktock.replay.runner import compose_run, run
+from ticktock.replay.config import compose_run
+
+from ticktock.replay.runner import run
 from ticktock.tables import metrics
 from ticktock.tables.load import load_results
 

@@ -9,7 +9,8 @@ import pytest
 
 from ticktock.replay import runner
 from ticktock.replay.concurrency import ConcurrencyError
-from ticktock.replay.runner import compose_run, run
+from ticktock.replay.config import compose_run
+from ticktock.replay.runner import run
 
 
 def config(manifest, *overrides):

@@ -5,7 +5,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from ticktock.replay.resources import register_resolver, resource_path
-from ticktock.replay.runner import build
+from ticktock.replay.config import build
 
 CONFIGS = resource_path("configs")
 register_resolver()

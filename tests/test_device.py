@@ -155,7 +155,7 @@ def test_one_session_on_the_device_equals_the_session_alone(fixture_adapter, sma
 
 def test_tokens_at_four_sessions_equal_each_session_alone(fixture_adapter, small_manifest):
     from ticktock.decoders import DECODERS
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     sessions = load_manifest(small_manifest)
     clock = ModeledClock(CostProfile.constant(40.0, encode_ms=10.0))
@@ -202,7 +202,9 @@ def test_a_failing_session_stops_the_device_with_its_error():
 def test_the_same_concurrent_run_twice_gives_the_same_parquet(tmp_path, small_manifest):
     import pyarrow.parquet as pq
 
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+
+    from ticktock.replay.runner import run
 
     tables = []
     for name in ("a", "b"):
@@ -279,7 +281,7 @@ def test_a_start_time_the_device_cannot_reach_is_refused_never_looped_on(stagger
 def test_decoders_that_wait_for_audio_share_the_device_token_equal(name, fixture_adapter, small_manifest):
     """Early prefill and partial-audio re-drafts sleep inside their idle windows (waiting lanes) while the device runs
     the other sessions; their tokens still equal AR's alone."""
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     assert fixture_adapter.causal_granularity_ms  # the fixture's front-end is causal: early prefill feeds pieces
     sessions = load_manifest(small_manifest)
@@ -305,7 +307,7 @@ def test_decoders_that_wait_for_audio_share_the_device_token_equal(name, fixture
 def test_batched_drafts_are_charged_by_the_profile_and_token_equal(fixture_adapter, small_manifest):
     """With batching, draft forwards of sessions in their idle windows at the same moment run as one step, charged
     from the profile's batch model; tokens stay those of each session alone."""
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     sessions = load_manifest(small_manifest)
     profile = CostProfile.constant(40.0, encode_ms=10.0, batch_factor=1.25)
@@ -332,7 +334,7 @@ def test_batched_drafts_are_charged_by_the_profile_and_token_equal(fixture_adapt
 
 
 def test_a_draft_policy_that_joins_nothing_runs_every_draft_alone(fixture_adapter, small_manifest):
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     sessions = load_manifest(small_manifest)
     clock = ModeledClock(CostProfile.constant(40.0, encode_ms=10.0, batch_factor=1.25))

@@ -77,7 +77,7 @@ def _decoder_names():
 def test_batched_encodings_are_token_equal_on_every_decoder(sessions, fixture_adapter, small_manifest):
     """Every decoder, N = 2 and 4, lockstep sessions, modeled clock with a batch model of encodings and early
     prefill's pieces: the tokens equal those of every session replayed alone."""
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     clock = ModeledClock(CostProfile.constant(40.0, encode_ms=30.0, encode_fixed_ms=5.0, encode_batch_factor=1.1))
     manifest = load_manifest(small_manifest)
@@ -105,7 +105,7 @@ def test_wall_clock_encodings_run_as_one_batched_call_token_equal_on_every_decod
     may differ from one call at a time in the last bits): on every decoder, tokens equal the sessions alone, and the
     encode steps did batch."""
     from ticktock.clocks.wall import WallClock
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     manifest = load_manifest(small_manifest)
     clock, batched = WallClock(), 0
@@ -127,7 +127,7 @@ def test_wall_clock_encodings_run_as_one_batched_call_token_equal_on_every_decod
 def test_early_prefill_pieces_of_several_sessions_join_one_step(fixture_adapter, small_manifest):
     """ar_prefill in lockstep: the pieces of several sessions' arriving audio are encoded together (a draft step of
     encodings the draft policy lets them join), and the tokens stay AR's."""
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     clock = ModeledClock(CostProfile.constant(40.0, encode_ms=30.0, encode_fixed_ms=5.0, encode_batch_factor=1.1))
     manifest = load_manifest(small_manifest)
@@ -151,13 +151,13 @@ def test_early_prefill_pieces_of_several_sessions_join_one_step(fixture_adapter,
 
 def test_batch_encodings_needs_a_profile_with_a_batch_model_of_encodings(tmp_path):
     from ticktock.replay.concurrency import ConcurrencyError
-    from ticktock.replay.runner import _check_concurrency, compose_run
+    from ticktock.replay.config import check_concurrency, compose_run
 
     cfg = compose_run("ar", "fixture", None, ["concurrency.sessions=2", "concurrency.batch_encodings=true"])
     with pytest.raises(ConcurrencyError, match=r"^concurrency.batch_encodings: the cost profile constant has no batch "
                                                r"dimension for audio encodings \(encode_batch_sizes, encode_batch_factor\)"):
-        _check_concurrency(cfg, ModeledClock(CostProfile.constant(10.0)))
-    _check_concurrency(cfg, ModeledClock(CostProfile.constant(10.0, encode_batch_factor=1.1)))  # accepted
+        check_concurrency(cfg, ModeledClock(CostProfile.constant(10.0)))
+    check_concurrency(cfg, ModeledClock(CostProfile.constant(10.0, encode_batch_factor=1.1)))  # accepted
 
 
 def test_batch_encodings_must_be_a_boolean():
@@ -169,7 +169,7 @@ def test_batch_encodings_must_be_a_boolean():
 
 def test_a_run_without_batched_encodings_keeps_its_identity():
     """Runs written before the option existed resume: ``batch_encodings: false`` is left out of the identity."""
-    from ticktock.replay.runner import compose_run, identity
+    from ticktock.replay.config import compose_run, identity
 
     plain = identity(compose_run("ar", "fixture", None, ["concurrency.sessions=2"]))
     assert "batch_encodings" not in plain["concurrency"]

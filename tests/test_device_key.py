@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ticktock.errors import EXIT_CONFIG
-from ticktock.replay.runner import RunOptionError, check_run_options, compose_run, device_settings
+from ticktock.replay.config import RunOptionError, check_run_options, compose_run, device_settings
 
 NO_CUDA = "cuda asked for, but this process sees no CUDA device"
 

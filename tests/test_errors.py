@@ -22,7 +22,8 @@ from ticktock.decoders.selection import SamplingError
 from ticktock.errors import EXIT_CONFIG, EXIT_INPUT_DATA, EXIT_INTERRUPTED, EXIT_RUN_FOLDER, TickTockError, user_errors
 from ticktock.sessions.manifest import ManifestError
 from ticktock.results.writer import RunDirError
-from ticktock.replay.runner import RunOptionError, compose_run, run
+from ticktock.replay.config import RunOptionError, compose_run
+from ticktock.replay.runner import run
 from ticktock.results.writable import ResultsWriteError
 from ticktock.replay.concurrency import ConcurrencyError
 from ticktock.replay.targets import TargetError

@@ -39,7 +39,7 @@ def test_job_count_is_two_on_the_modeled_clock_and_one_when_a_run_measures_time(
 
     from ticktock import main_job
     from ticktock.errors import ConfigError
-    from ticktock.replay.runner import compose_run
+    from ticktock.replay.config import compose_run
 
     modeled = compose_run("ar", "fixture", 1, [])
     wall = compose_run("speclisten", "fixture", 1, ["clock=wall"])

@@ -104,7 +104,8 @@ def test_the_streaming_slm_adapter_reads_the_marker(slm, tmp_path):
 @pytest.fixture(scope="module")
 def miniature_runs(gander, tmp_path_factory):
     """AR and Speculative Listening replayed on the Gander miniature: one session, 4 chunks, modeled clock."""
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     folder = tmp_path_factory.mktemp("miniature_runs")
     for decoder in ("ar", "speclisten"):
@@ -131,7 +132,8 @@ def test_table2_of_a_miniature_is_labelled_and_has_no_paper_column(miniature_run
 
 
 def test_an_embedded_model_run_is_not_labelled(tmp_path):
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     run(compose_run("ar", "embedded", None, ["limit.sessions=1", "limit.chunks=2"]), tmp_path / "ar")
     model = json.loads((tmp_path / "ar" / "run.json").read_text())["environment"]["model"]

@@ -10,7 +10,9 @@ import json
 import pandas as pd
 import pytest
 
-from ticktock.replay.runner import RunOptionError, check_run_options, compose_run, identity, run
+from ticktock.replay.config import RunOptionError, check_run_options, compose_run, identity
+
+from ticktock.replay.runner import run
 from ticktock.tables import load_results
 from ticktock.tables.common import setup_label
 from ticktock.tables.compute import PLAYBACK_DELAY_NOTE, latency_table

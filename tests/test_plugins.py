@@ -101,7 +101,7 @@ def test_a_plugin_decoder_selected_by_name_runs_with_its_settings(site, monkeypa
     from helpers import outputs, replay
     from ticktock.decoders.ar import ARDecoder
     from ticktock.replay.resources import resource_path
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
     from ticktock.sessions.manifest import load_manifest
 
     monkeypatch.syspath_prepend(str(site))
@@ -190,7 +190,7 @@ def test_a_plugin_changed_since_a_run_makes_another_run_and_an_unchanged_one_res
 
 
 def test_a_target_outside_any_distribution_is_in_the_identity_by_its_module_files(tmp_path, monkeypatch):
-    from ticktock.replay.runner import compose_run, identity
+    from ticktock.replay.config import compose_run, identity
 
     folder = tmp_path / "local"
     folder.mkdir()

@@ -173,7 +173,8 @@ def test_a_run_killed_hard_is_listed_and_tabled_as_interrupted_then_resumed(tmp_
 
 def replay_in_process(manifest, run_dir, *overrides):
     """One ``ticktock.run`` of AR on the fixture model in this process (2 chunks per session)."""
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     cfg = compose_run("ar", "fixture", None, [f"task.manifest={manifest}", "task.tool_executor=null", "limit.chunks=2",
                                               *overrides])

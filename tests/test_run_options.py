@@ -4,10 +4,12 @@ import json
 
 import pytest
 
+from ticktock.replay import config as config_module
 from ticktock.replay import runner
 from ticktock.errors import ConfigError
 from ticktock.sessions.manifest import ManifestError
-from ticktock.replay.runner import RunOptionError, check_run_options, compose_run, run
+from ticktock.replay.config import RunOptionError, check_run_options, compose_run
+from ticktock.replay.runner import run
 
 
 STAGGER = "concurrency.stagger: must be 'random' or a number of milliseconds from 0 to 3600000 (one hour)"
@@ -76,7 +78,7 @@ def test_every_run_option_is_checked_with_one_line_naming_key_value_and_what_is_
 
 def test_a_bad_option_stops_the_run_before_any_work(tmp_path, small_manifest, monkeypatch):
     monkeypatch.setattr(runner, "build_engine", lambda *a: pytest.fail("the model was built"))
-    monkeypatch.setattr(runner, "select_sessions", lambda *a: pytest.fail("the manifest was read"))
+    monkeypatch.setattr(config_module, "select_sessions", lambda *a: pytest.fail("the manifest was read"))
     with pytest.raises(RunOptionError, match="limit.sessions"):
         run(config(small_manifest, "limit.sessions=-1"), tmp_path / "run")
     assert not (tmp_path / "run").exists()

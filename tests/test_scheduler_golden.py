@@ -37,7 +37,7 @@ def outcome(manifest: Path, decoder: str, sessions: int, batching: bool) -> dict
     from ticktock.replay.concurrency import ConcurrencySettings, ConcurrentReplay
     from ticktock.replay.device import SharedDevice
     from ticktock.replay.engine import ReplayEngine
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
     from ticktock.scheduling.expected_savings import ExpectedSavings
     from ticktock.sessions.audio import load_audio
     from ticktock.sessions.manifest import load_manifest

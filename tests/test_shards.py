@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ticktock.replay.runner import RunOptionError, check_run_options, compose_run, identity, shard_sessions
+from ticktock.replay.config import RunOptionError, check_run_options, compose_run, identity, shard_sessions
 from ticktock.replay.shards import ShardError, ShardSpec, Split, assign_shards, folder_suffix, group_splits
 
 
@@ -73,7 +73,7 @@ def test_a_gpu_that_is_not_there_is_refused_naming_what_is_visible():
 
 
 def test_device_reaches_the_model_and_cpu_runs_on_the_cpu():
-    from ticktock.replay.runner import build
+    from ticktock.replay.config import build
 
     cfg = compose_run("ar", "fixture", None, ["device=cpu"])
     assert cfg.model.device == "cpu" and str(build(cfg.model).device) == "cpu"
@@ -81,7 +81,7 @@ def test_device_reaches_the_model_and_cpu_runs_on_the_cpu():
 
 
 def test_every_shard_of_a_run_computes_the_same_split_and_they_cover_the_run():
-    from ticktock.replay.runner import build, select_sessions
+    from ticktock.replay.config import build, select_sessions
 
     parts, splits = [], set()
     for index in range(3):

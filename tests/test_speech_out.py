@@ -8,7 +8,7 @@ from ticktock.decoders.ar import ARDecoder
 from ticktock.replay.engine import ReplayEngine
 from ticktock.replay.injection import ToolCallInjector
 from ticktock.replay.resources import resource_path
-from ticktock.replay.runner import build, compose_run
+from ticktock.replay.config import build, compose_run
 from ticktock.replay.speech_out import SpeechOut, samples_sha256
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest

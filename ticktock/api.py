@@ -44,7 +44,7 @@ Example (a plug-in imports only this module; a whole decoder in a few lines is t
 
     >>> from ticktock.api import API_VERSION, ENTRY_POINT_GROUPS
     >>> API_VERSION, sorted(ENTRY_POINT_GROUPS)
-    (1, ['decoder', 'judge', 'model', 'talker'])
+    (1, ['decoder', 'judge', 'model', 'protocol', 'talker'])
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from ticktock.decoders.counters import DRAFT, POST_AUDIO, ChunkCounters, Forward
 from ticktock.decoders.idle import DRAFT_SELECTIONS, ArrivingAudio, IdleWindow
 from ticktock.decoders.step import ChunkInputs, ChunkStep
 from ticktock.decoders.trees import DraftTree, Verification, trim_draft
+from ticktock.endpoints.protocol import EndpointProtocol
 from ticktock.errors import ConfigError, InputDataError
 from ticktock.judges.base import Judge, JudgeError, Reply, Verdict
 from ticktock.replay.injection import ToolExecutor
@@ -68,7 +69,7 @@ API_VERSION = 1
 
 # Entry-point group of each config group a plug-in can add an option to (``decoder=<name>``, ``model=<name>``, ...).
 ENTRY_POINT_GROUPS = {"decoder": "ticktock.decoders", "model": "ticktock.models", "judge": "ticktock.judges",
-                      "talker": "ticktock.talkers"}
+                      "talker": "ticktock.talkers", "protocol": "ticktock.protocols"}
 
 __all__ = [
     "API_VERSION", "ENTRY_POINT_GROUPS",
@@ -87,6 +88,8 @@ __all__ = [
     "Judge", "Reply", "Verdict", "JudgeError",
     # talkers (speech out)
     "Talker", "TalkerCost", "TalkerError",
+    # live endpoints' wire protocols (model=endpoint)
+    "EndpointProtocol",
     # errors
     "ConfigError", "InputDataError",
     # building blocks of a transformers-backed adapter (lazy)

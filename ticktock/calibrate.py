@@ -69,7 +69,8 @@ from ticktock.adapters.base import AdapterState
 from ticktock.clocks.modeled import MAX_BATCH_FACTOR, CostProfile
 from ticktock.errors import ConfigError, RunFolderError, shown
 from ticktock.replay.resources import register_resolver, resource_path
-from ticktock.replay.runner import build, check_device, device_settings, environment
+from ticktock.replay.config import build, check_device, device_settings
+from ticktock.replay.machine import environment
 from ticktock.results.atomic import atomic_write
 
 register_resolver()

@@ -102,7 +102,7 @@ def default_name(path: str) -> str:
 def certify_model(model: str, overrides: list[str]) -> list:
     """The adapter checks of ``model`` (``ticktock.conformance.adapter.adapter_checks``), each on a fresh adapter."""
     from ticktock.conformance.adapter import adapter_checks
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     cfg = compose_run("ar", model, None, overrides)
     return adapter_checks(lambda: build(cfg.model), model)

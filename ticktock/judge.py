@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_judge(cfg: DictConfig) -> Judge:
     """The judge plug-in of the config (``cfg.judge``: ``_target_`` and its options)."""
-    from ticktock.replay.runner import build
+    from ticktock.replay.config import build
 
     return build(cfg.judge)
 

@@ -36,7 +36,9 @@ from pathlib import Path
 
 from ticktock.decoders import DECODERS
 from ticktock.errors import ConfigError, TickTockError, one_line, user_errors
-from ticktock.replay.runner import check_run_options, compose_run, interrupted_note, run
+from ticktock.replay.config import check_run_options, compose_run
+from ticktock.replay.run_folder import interrupted_note
+from ticktock.replay.runner import run
 
 
 class JobPlanError(TickTockError):

@@ -1,4 +1,5 @@
-"""Plug-ins by entry point: decoders, models, judges and talkers from other installed packages, selected like ours.
+"""Plug-ins by entry point: decoders, models, judges, talkers and live-endpoint protocols from other installed
+packages, selected like ours.
 
 A package registers a class under one of TickTock's entry-point groups (``GROUPS``: config group ->
 entry-point group) in its ``pyproject.toml``::
@@ -7,7 +8,8 @@ entry-point group) in its ``pyproject.toml``::
     pool_rank = "my_package.decoders:PoolRankDecoder"
 
 After ``pip install my-package``, ``python -m ticktock.run decoder=pool_rank`` runs it: before Hydra composes the
-run's config, the names selected on the command line (``decoder=...``, ``model=...``, ``judge=...``, ``talker=...``, sweeps such as
+run's config, the names selected on the command line (``decoder=...``, ``model=...``, ``judge=...``, ``talker=...``,
+``protocol=...``, sweeps such as
 ``decoder=ar,pool_rank`` included) that are not shipped configs are looked up among the installed entry points, and
 each one found is imported (only then: a plug-in nobody selects is never imported), checked against its contract
 and stored as a config node of its group (``hydra.core.config_store.ConfigStore``). The node holds ``_target_``, the
@@ -21,6 +23,7 @@ model      a ``ModelAdapter`` subclass, or a function      its keyword arguments
            returning one                                   (``device`` follows the run option ``device``)
 judge      a ``ticktock.api.Judge`` subclass               its keyword arguments with their defaults
 talker     a ``ticktock.api.Talker`` subclass              its keyword arguments with their defaults
+protocol   a ``ticktock.api.EndpointProtocol`` subclass    its keyword arguments with their defaults
 =========  ==============================================  ==================================================
 
 Names are ours to arbitrate: a run that uses a name both shipped and installed as a plug-in, or installed by two
@@ -60,13 +63,13 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-from ticktock.api import API_VERSION, ENTRY_POINT_GROUPS, Decoder, Judge, ModelAdapter, Talker
+from ticktock.api import API_VERSION, ENTRY_POINT_GROUPS, Decoder, EndpointProtocol, Judge, ModelAdapter, Talker
 from ticktock.errors import ConfigError, one_line
 from ticktock.replay.resources import resource_path
 
 GROUPS = ENTRY_POINT_GROUPS
 DISABLE_VARIABLE = "TICKTOCK_DISABLE_PLUGINS"
-_SELECTION = re.compile(r"^(?:\+\+?)?(decoder|model|judge|talker)=(.+)$")
+_SELECTION = re.compile(r"^(?:\+\+?)?(decoder|model|judge|talker|protocol)=(.+)$")
 _SEARCHPATH = re.compile(r"^(?:\+\+?)?hydra\.searchpath=\[?(.*?)\]?$")
 
 
@@ -241,7 +244,8 @@ def _target_path(target) -> str:
 
 
 def _check_contract(group: str, target, entry: metadata.EntryPoint) -> None:
-    base = {"decoder": Decoder, "model": ModelAdapter, "judge": Judge, "talker": Talker}[group]
+    base = {"decoder": Decoder, "model": ModelAdapter, "judge": Judge, "talker": Talker,
+            "protocol": EndpointProtocol}[group]
     is_class = inspect.isclass(target)
     fits = is_class and issubclass(target, base) or group == "model" and not is_class and callable(target)
     if not fits:

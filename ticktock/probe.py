@@ -21,7 +21,8 @@ from omegaconf import DictConfig
 
 from ticktock.errors import user_errors
 from ticktock.replay.resources import register_resolver, resource_path
-from ticktock.replay.runner import interrupted_note, run
+from ticktock.replay.run_folder import interrupted_note
+from ticktock.replay.runner import run
 
 register_resolver()
 

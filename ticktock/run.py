@@ -38,7 +38,8 @@ from ticktock.endpoints.run import is_endpoint, run_live
 from ticktock.errors import user_errors
 from ticktock.plugins import register_selected
 from ticktock.replay.resources import register_resolver, resource_path
-from ticktock.replay.runner import interrupted_note, run
+from ticktock.replay.run_folder import interrupted_note
+from ticktock.replay.runner import run
 
 register_resolver()
 

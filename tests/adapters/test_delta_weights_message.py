@@ -9,7 +9,7 @@ import pytest
 
 from ticktock.adapters.checkpoint import MissingWeightsError
 from ticktock.errors import EXIT_CONFIG
-from ticktock.replay.runner import check_run_options, compose_run
+from ticktock.replay.config import check_run_options, compose_run
 
 GANDER = "hf download Gander-Omni/Gander --local-dir"
 BASE = "hf download openbmb/MiniCPM-o-4_5 --local-dir"

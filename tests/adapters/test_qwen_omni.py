@@ -214,7 +214,7 @@ def test_short_padding_gives_the_processors_mel_frames(adapter, miniature):
 
 
 def shipped(name):
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     return build(compose_run(name, "streaming_slm", None, []).decoder)
 

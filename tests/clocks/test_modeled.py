@@ -158,7 +158,7 @@ def test_a_bad_encode_scale_is_one_line_naming_the_key_value_and_range(value):
 
 
 def test_the_run_config_sets_encode_scale_and_checks_it_before_any_work():
-    from ticktock.replay.runner import build, check_run_options, compose_run
+    from ticktock.replay.config import build, check_run_options, compose_run
 
     assert compose_run("ar", "fixture", None, []).clock.encode_scale == 1.0
     cfg = compose_run("ar", "fixture", None, ["clock.encode_scale=0.25"])

@@ -72,7 +72,7 @@ def miniatures(tmp_path_factory):
 
 @pytest.mark.parametrize("model", ["minicpmo45", "gander", "realtime_venus", "lws", "streaming_slm"])
 def test_every_real_family_passes_on_its_miniature(miniatures, model):
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
 
     cfg = compose_run("ar", model, None, [f"model.path={miniatures[model]}"])
     results = adapter_checks(lambda: build(cfg.model), model)

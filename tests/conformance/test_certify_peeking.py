@@ -160,7 +160,7 @@ def test_the_engines_own_reads_and_an_honest_streaming_decoders_are_not_early(re
     """The engine reads each chunk's audio before the decoder drafts it (for the arriving-audio buffer) and after it
     arrives: neither is the decoder's. speclisten_stream reads only what the window hands out."""
     from ticktock.conformance.replays import replay
-    from ticktock.replay.runner import compose_run
+    from ticktock.replay.config import compose_run
 
     for decoder in ("ar", "speclisten_stream"):
         cfg = compose_run(decoder, "fixture", 1, ["limit.chunks=3", "limit.sessions=1", "progress=false"])

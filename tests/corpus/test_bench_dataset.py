@@ -115,7 +115,8 @@ def chunk_table(run_dir):
 
 
 def test_replaying_the_dataset_gives_the_manifest_replay_chunk_for_chunk_and_resumes(mini_dataset, tmp_path):
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     limits = ["limit.sessions=1", "limit.chunks=9"]  # fdb_v3's first session calls a tool at chunk 7, then speaks
     run(compose_run("speclisten", "embedded", None, ["task=fdb_v3", *limits]), tmp_path / "manifest")
@@ -268,7 +269,9 @@ def edit_audio_in_place(folder, config="fdb_v3"):
 def test_audio_edited_in_place_is_replayed_fresh_and_a_resume_notices(offline, twins, tmp_path, capsys):
     import hashlib
 
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+
+    from ticktock.replay.runner import run
 
     folder = write_dataset(tmp_path / "mini-ds", [s for s in twins.values() if s.task == "fdb_v3"][:1])
     options = ["task=hf", f"task.dataset={folder}", "task.config=fdb_v3", "limit.chunks=3", "task.tool_executor=null",

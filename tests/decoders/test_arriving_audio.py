@@ -144,7 +144,7 @@ def test_the_real_models_chunk_encoders_declare_no_causal_step():
 
 def test_waiting_decoders_may_share_a_device():
     """A shared device schedules waiting lanes (``ticktock.replay.device``): the options check lets them through."""
-    from ticktock.replay.runner import check_run_options, compose_run
+    from ticktock.replay.config import check_run_options, compose_run
 
     for name in ("speclisten_stream", "ar_prefill", "speclisten_speak"):
         check_run_options(compose_run(name, "fixture", None, ["concurrency.sessions=2", "concurrency.batching=true"]))

@@ -429,7 +429,7 @@ def test_lade_commit_is_lossless_and_commits_at_most_n_minus_1_per_forward(fixtu
 def test_lade_commit_is_lossless_on_the_embedded_model(embedded_adapter):
     """The shipped config with ``decoder.lade_commit=true`` (as a Hydra override), fp32, real corpus chunks."""
     from ticktock.replay.resources import resource_path
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
     from ticktock.world.mock_tools import MockToolExecutor
 
     decoder = build(compose_run("lookahead", "embedded", None, ["decoder.lade_commit=true"]).decoder)

@@ -10,7 +10,7 @@ from ticktock.replay.injection import ToolCallInjector
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
 from ticktock.replay.resources import resource_path
-from ticktock.replay.runner import build, compose_run
+from ticktock.replay.config import build, compose_run
 
 from helpers import outputs
 from helpers import replay as replay_session

@@ -17,7 +17,7 @@ TWO_SESSIONS = ("task.tasks=[llama_questions]", "limit.sessions=2", "limit.chunk
 
 def live_config(url: str, *overrides: str):
     """The run config of ``python -m ticktock.run model=endpoint model.url=URL <overrides>`` (no progress bars)."""
-    from ticktock.replay.runner import compose_run
+    from ticktock.replay.config import compose_run
 
     return compose_run("ar", "endpoint", None, [f"model.url='{url}'", *overrides])  # quoted: a query's '=' and '&'
 

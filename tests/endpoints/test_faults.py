@@ -162,7 +162,7 @@ def test_a_server_closing_mid_session_keeps_what_was_decided_and_a_rerun_replays
         assert summary.partial == 1 and summary.failed == 0 and summary.sessions == 1
         reason = one_partial(tmp_path / "run", "s0", 1, "closed the connection", "after 1 of 2 units")
         assert reason in capsys.readouterr().err
-        assert "1 sessions complete, 1 partial, 0 failed" in summary.line()
+        assert "1 sessions (0 skipped, 1 partial), 2 units" in summary.line()
         server.script = {}  # behaving now
         again = live_run(tmp_path / "run", server.url, *overrides(manifest))
     assert "resumed 1 of 2 sessions" in capsys.readouterr().err
@@ -206,4 +206,4 @@ def test_a_server_that_never_answers_fails_the_session_at_the_unit_deadline(tmp_
     reason = meta["failed_sessions"][0]["error"]
     assert reason == ("session s0: unit 0's decision did not come within model.unit_timeout_s=2 s of the end of its "
                       "audio (0 of 2 units decided)"), reason
-    assert summary.line().startswith(f"run {summary.run_id}: 0 sessions complete, 0 partial, 1 failed")
+    assert summary.line().startswith(f"run {summary.run_id}: 0 sessions (0 skipped, 1 failed), 0 units")

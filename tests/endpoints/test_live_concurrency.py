@@ -13,7 +13,8 @@ FDB_V3 = ("task.tasks=[fdb_v3]", "limit.sessions=2", "limit.chunks=10")
 
 
 def test_two_live_sessions_at_once_call_tools_answered_by_the_tool_world(tmp_path):
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     with served("decoder=ar") as url:
         summary = live_run(tmp_path / "live", f"{url}/v1/realtime", *FDB_V3, "concurrency.sessions=2")

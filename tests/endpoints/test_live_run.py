@@ -11,7 +11,8 @@ from live_runs import TWO_SESSIONS, live_run, served
 
 
 def in_process(tmp_path):
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     run(compose_run("ar", "embedded", None, [*TWO_SESSIONS, "clock=wall"]), tmp_path / "replayed")
     return tmp_path / "replayed"

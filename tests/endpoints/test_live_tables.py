@@ -43,7 +43,8 @@ UNSEEN = {"num_output_tokens": None, "output_token_ids": [], "num_post_audio_for
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """A real live run into ``ticktock serve decoder=ar`` and the in-process wall-clock run of the same sessions."""
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     root = tmp_path_factory.mktemp("live_tables")
     with served("decoder=ar") as url:

@@ -109,7 +109,7 @@ def test_every_shipped_decoder_drives_the_lws_adapter_as_ar_does(example_plugins
     from helpers import outputs, replay
     from ticktock.decoders.ar import ARDecoder
     from ticktock.plugins import shipped
-    from ticktock.replay.runner import build, compose_run
+    from ticktock.replay.config import build, compose_run
     from ticktock_example_plugins.lws_fixture import LwsFixtureAdapter
 
     adapter, session = LwsFixtureAdapter(), mini_session()

@@ -14,7 +14,7 @@ from ticktock.decoders.selection import Sampling
 from ticktock.replay.engine import ReplayEngine
 from ticktock.replay.injection import ToolCallInjector
 from ticktock.replay.resources import resource_path
-from ticktock.replay.runner import build, compose_run
+from ticktock.replay.config import build, compose_run
 from ticktock.serve.live import DeviceQueue, LiveAudio, LiveAudioFull, LiveClock
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest

@@ -115,7 +115,8 @@ def test_cli_writes_the_case_figures_and_their_data(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory, small_manifest):
     """AR, Speculative Listening and its streaming variant on the fixture model (modeled clock), 2 sessions."""
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     folder = tmp_path_factory.mktemp("case_runs")
     for decoder in ("ar", "speclisten", "speclisten_stream"):

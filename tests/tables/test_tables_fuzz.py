@@ -30,7 +30,8 @@ FUZZ = settings(max_examples=20, deadline=timedelta(seconds=30), database=None, 
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory, small_manifest):
     """AR and PLD replays of 2 sessions x 2 chunks on the fixture model: real run folders."""
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     folder = tmp_path_factory.mktemp("fuzz_runs")
     for decoder in ("ar", "pld"):

@@ -154,7 +154,8 @@ def test_table5_talker_columns_hand_checked(tmp_path):
 @pytest.fixture(scope="module")
 def real(tmp_path_factory, small_manifest):
     """ar and speclisten replayed by the fixture model with talker=espeak (wall clock), 2 sessions."""
-    from ticktock.replay.runner import compose_run, run
+    from ticktock.replay.config import compose_run
+    from ticktock.replay.runner import run
 
     folder = tmp_path_factory.mktemp("talker_runs")
     for decoder in ("ar", "speclisten"):

@@ -45,7 +45,7 @@ def test_bad_options_are_one_line_errors(options, message):
     (["talker=espeak", "clock=free"], "cost profile free has no talker entry 'espeak' (its talkers: none)"),
 ])
 def test_a_bad_talker_option_stops_the_run_before_any_work_in_one_line(overrides, message):
-    from ticktock.replay.runner import check_run_options, compose_run
+    from ticktock.replay.config import check_run_options, compose_run
 
     with pytest.raises(Exception) as refused:
         check_run_options(compose_run("ar", "fixture", None, overrides))

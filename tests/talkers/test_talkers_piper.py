@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from ticktock.replay.runner import check_run_options, compose_run
+from ticktock.replay.config import check_run_options, compose_run
 from ticktock.replay.speech_out import samples_sha256
 from ticktock.talkers.base import TalkerError
 

@@ -226,7 +226,7 @@ class Bench:
     def config(self, setting: Setting, reference: bool = False) -> DictConfig:
         """The run config of the decoder (of AR for the ``reference``) in ``setting``: fp32 and eager attention
         where the model has these settings. Composed once per Bench; settings are applied over it."""
-        from ticktock.replay.runner import compose_run
+        from ticktock.replay.config import compose_run
 
         if reference not in self._composed:
             decoder, ours = ("ar", []) if reference else (self.decoder, self.ours)
@@ -302,7 +302,7 @@ def slug(label: str) -> str:
 
 def replay_order(cfg: DictConfig, subject: Replay) -> list[str]:
     """The replay's sessions in the order the run took them (the task's order)."""
-    from ticktock.replay.runner import build
+    from ticktock.replay.config import build
 
     ids = set(subject.session_ids())
     return [s.session_id for s in build(cfg.task).sessions() if s.session_id in ids]

@@ -353,14 +353,14 @@ def audio_reads_watched(recorder: Recorder) -> Iterator[None]:
 
 def observed_adapter(inner: DictConfig, recorder: str):
     """Hydra target of an observed model config: the model ``inner`` builds, instrumented (``instrument``)."""
-    from ticktock.replay.runner import build
+    from ticktock.replay.config import build
 
     return instrument(build(inner), _RECORDERS[recorder])
 
 
 def observed_decoder(inner: DictConfig, recorder: str):
     """Hydra target of an observed decoder config: the decoder ``inner`` builds, observed (``observe_decoder``)."""
-    from ticktock.replay.runner import build
+    from ticktock.replay.config import build
 
     return observe_decoder(build(inner), _RECORDERS[recorder])
 
@@ -368,7 +368,7 @@ def observed_decoder(inner: DictConfig, recorder: str):
 def observed_config(cfg: DictConfig, recorder: Recorder) -> DictConfig:
     """A copy of the run config ``cfg`` whose model and decoder are observed by ``recorder``.
 
-    >>> from ticktock.replay.runner import compose_run
+    >>> from ticktock.replay.config import compose_run
     >>> recorder = Recorder()
     >>> cfg = observed_config(compose_run("pld", "fixture", 1, []), recorder)
     >>> cfg.decoder.name, cfg.decoder.inner._target_, cfg.decoder.recorder == recorder.key

@@ -155,7 +155,7 @@ def cut_audio(cfg: DictConfig, cuts_s: dict[str, float], folder: Path, seed: int
     import soundfile
 
     from ticktock.conformance.perturbations import perturbed
-    from ticktock.replay.runner import build
+    from ticktock.replay.config import build
     from ticktock.sessions.audio import SAMPLE_RATE, load_audio
     from ticktock.sessions.manifest import write_manifest
 

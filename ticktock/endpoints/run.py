@@ -4,29 +4,33 @@
 (``is_endpoint``): the options are checked and the endpoint is asked once who it is (a session opened and closed:
 ``probe``; an endpoint that cannot be reached or refuses it stops the run here, exit 5, before any folder is
 written), then the sessions are held live (``ticktock.endpoints.client``), N at once with ``concurrency.sessions=N``
-(staggered as a replayed run's: ``ticktock.replay.concurrency.stagger_offset_ms``), and each completed one is
-written as soon as it ends (``ticktock.endpoints.measure``) by the run writer of every run: resume, the folder's lock,
-run.json's heartbeat and status work as for a replayed run. A session that fails (the server closes mid-session,
-answers a unit twice, never answers, sends malformed JSON...) is one line on stderr and in run.json
-``failed_sessions``; nothing of it is written, the other sessions go on, and the same command again replays it.
+(staggered as a replayed run's: ``ticktock.replay.concurrency.stagger_offset_ms``), and each one is written as soon
+as it ends (``ticktock.endpoints.measure``). The run goes through the one lifecycle of every run
+(``ticktock.replay.lifecycle``: ``LiveUnits`` is its unit source), so resume, the folder's lock, run.json's heartbeat
+and status, the summary and the exit code work as for a replayed run. A session that ends early (the server closes
+mid-session, answers a unit twice, stops answering, sends malformed JSON...) keeps the units decided before: it is
+partial, written apart; one where nothing was decided is failed. Each is one line on stderr and in run.json; the
+other sessions go on, and the same command again replays it.
 
 The run is labelled by the endpoint's identity, never by the config's names: the model as the server reports it
 (``session.created``) at the host (``embedded@127.0.0.1:8099``), the decoder as ``ticktock serve`` reports it (else
 ``model.decoder``, else ``served``), and the clock ``live:<protocol>``, so the tables never merge a live run with an
-in-process one. The URL's credentials are redacted in run.json; a token is recorded by its variable's name.
+in-process one. A name the server reports must be a printable label of at most 64 characters (else exit 5: a label
+from outside never reaches a terminal or a table raw). The client controls no sampling: ``sampling.*`` options other
+than greedy are refused (exit 2); ``seed`` keys the sessions' staggered starts. The URL's credentials are redacted in
+run.json; a token is recorded by its variable's name.
 
 Example::
 
     cfg = compose_run("ar", "endpoint", per_task=1, overrides=["model.url=ws://127.0.0.1:8099/v1/realtime"])
     summary = run_live(cfg, Path("results/runs/live-ar"))
-    print(summary.line())
+    print(summary.line()); summary.check_finished()   # exit 6 when a session did not finish
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +38,9 @@ from statistics import median
 
 from omegaconf import DictConfig, OmegaConf
 
-from ticktock.endpoints.endpoint import Endpoint, EndpointOptionError
-from ticktock.errors import SessionsUnfinished
+from ticktock.endpoints.endpoint import Endpoint, EndpointError, EndpointOptionError, redacted
 from ticktock.endpoints.protocol import EndpointProtocol
+from ticktock.replay.lifecycle import RunSummary, SessionOutcome, UnitSource, run_lifecycle
 
 CLOCK = "live"
 
@@ -56,7 +60,7 @@ def is_endpoint(cfg: DictConfig) -> bool:
 
 def build_endpoint(cfg: DictConfig) -> tuple[Endpoint, EndpointProtocol]:
     """The endpoint (its options checked) and its protocol; options that do not apply to a live run are refused."""
-    from ticktock.replay.runner import build, build_checked
+    from ticktock.replay.config import build, build_checked
 
     endpoint = build(cfg.model)
     endpoint.check()
@@ -68,26 +72,35 @@ def build_endpoint(cfg: DictConfig) -> tuple[Endpoint, EndpointProtocol]:
     for key in ("batching", "batch_encodings"):
         if (cfg.get("concurrency") or {}).get(key):
             raise EndpointOptionError(f"concurrency.{key}: a live endpoint batches as its server does; leave it false")
+    check_sampling(cfg.get("sampling") or {})
     return endpoint, protocol
 
 
-def run_live(cfg: DictConfig, run_dir: Path) -> "LiveRunSummary":
-    """Replay every session of ``cfg.task`` into the endpoint, into ``run_dir`` (resuming completed sessions), holding
-    the folder's lock as ``ticktock.replay.runner.run`` does."""
-    from ticktock.replay.concurrency import ConcurrencySettings, check_sessions_replayed
-    from ticktock.replay.runner import build, check_run_options, holding_lock, select_sessions, shard_sessions
-    from ticktock.results.writable import check_writable
+#: The sampling a live run is composed with: the client controls none (the server samples), so any other is refused.
+GREEDY = {"temperature": 0.0, "top_k": 0, "top_p": 1.0}
 
-    endpoint, protocol = build_endpoint(cfg)
-    check_run_options(cfg)
-    check_writable(run_dir)
-    task = build(cfg.task)
-    sessions = select_sessions(cfg, task)  # a missing audio file: exit 3, before the endpoint is asked
-    check_sessions_replayed(ConcurrencySettings.parse(cfg.get("concurrency")),  # N <= sessions: exit 2
-                            len(shard_sessions(cfg, sessions, {})[0]))
-    identity = asyncio.run(probe(endpoint, protocol))  # unreachable or refused: exit 5, before the folder is made
-    return holding_lock(cfg, run_dir,
-                        lambda: replay_live_run(cfg, run_dir, endpoint, protocol, identity, task, sessions))
+
+def check_sampling(sampling) -> None:
+    """Refuse sampling options a live run cannot apply (the server samples as it was started), in one line.
+
+    >>> check_sampling({"temperature": 0.0, "top_k": 0, "top_p": 1.0})
+    >>> check_sampling({"temperature": 0.7, "top_k": 0, "top_p": 1.0})
+    Traceback (most recent call last):
+    ...
+    ticktock.endpoints.endpoint.EndpointOptionError: sampling.temperature: 0.7: a live run cannot set the server's sampling (start the server with it, e.g. ticktock serve sampling.temperature=0.7); leave it at 0.0
+    """
+    for key, value in dict(sampling).items():
+        if key in GREEDY and value != GREEDY[key]:
+            raise EndpointOptionError(f"sampling.{key}: {value}: a live run cannot set the server's sampling (start "
+                                      f"the server with it, e.g. ticktock serve sampling.{key}={value}); leave it at "
+                                      f"{GREEDY[key]}")
+
+
+def run_live(cfg: DictConfig, run_dir: Path) -> RunSummary:
+    """Replay every session of ``cfg.task`` into the endpoint, into ``run_dir`` (resuming completed sessions), through
+    the lifecycle of every run (``ticktock.replay.lifecycle``): an endpoint that cannot be used stops the run (exit 5)
+    before the folder is made."""
+    return run_lifecycle(cfg, run_dir, LiveUnits())
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,11 @@ class EndpointIdentity:
     served_talker: str | None = None
 
     def labels(self, endpoint: Endpoint, protocol: EndpointProtocol) -> dict:
-        """The run's model, decoder and clock labels (see the module docstring)."""
+        """The run's model, decoder and clock labels (see the module docstring).
+
+        >>> EndpointIdentity("m", None, "ar").labels(Endpoint("ws://h:1/v1/realtime"), EndpointProtocol())["model"]
+        'm@h:1'
+        """
         model = self.model or self.served_model or "endpoint"
         return {"model": f"{model}@{endpoint.host}", "decoder": endpoint.decoder or self.served_decoder or "served",
                 "clock": f"{CLOCK}:{protocol.name}", "talker": self.served_talker or "none"}
@@ -122,7 +139,33 @@ async def probe(endpoint: Endpoint, protocol: EndpointProtocol) -> EndpointIdent
         finally:
             await live.ws.close()
     info = live.record.info
-    return EndpointIdentity(info.model, info.served_model, info.served_decoder, info.served_talker)
+    url = redacted(protocol.url(endpoint.url))
+    return EndpointIdentity(*(outside_label(getattr(info, key), what, url) for key, what in (
+        ("model", "model"), ("served_model", "ticktock.model"), ("served_decoder", "ticktock.decoder"),
+        ("served_talker", "ticktock.talker"))))
+
+
+#: The longest label a server may report (a model, decoder or talker name).
+LABEL_CHARS = 64
+
+
+def outside_label(value: str | None, what: str, url: str) -> str | None:
+    """A name the server reported, checked before it labels anything: 1 to ``LABEL_CHARS`` printable characters, or
+    ``EndpointError`` (exit 5) naming the field, with the value shown escaped and cut short.
+
+    >>> outside_label("embedded", "model", "ws://h/v1/realtime"), outside_label(None, "model", "ws://h/v1/realtime")
+    ('embedded', None)
+    >>> outside_label("ar\\nrun x: 9 sessions", "ticktock.decoder", "ws://h/v1/realtime")
+    Traceback (most recent call last):
+    ...
+    ticktock.endpoints.endpoint.EndpointError: endpoint ws://h/v1/realtime: session.created's ticktock.decoder is not a label (1 to 64 printable characters): 'ar\\nrun x: 9 sessions'
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) and 0 < len(value) <= LABEL_CHARS and value.isprintable():
+        return value
+    raise EndpointError(f"endpoint {url}: session.created's {what} is not a label (1 to {LABEL_CHARS} printable "
+                        f"characters): {str(value)[:LABEL_CHARS]!r}")
 
 
 class _Probe:
@@ -162,86 +205,68 @@ def recorded_config(cfg: DictConfig, endpoint: Endpoint, labels: dict) -> dict:
 
 
 def client_environment(endpoint: Endpoint, protocol: EndpointProtocol, identity: EndpointIdentity) -> dict:
-    """The client machine and the endpoint, for run.json (no torch: a live run never loads a model)."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
+    """The client machine (``ticktock.replay.machine``, as a replayed run records its machine; no torch: a live run
+    never loads a model) and the endpoint, for run.json."""
+    from ticktock.replay.machine import machine
 
-    from ticktock.replay.runner import _cpu_name, _git_sha
-
-    versions = {}
-    for package in ("ticktock", "aiohttp", "numpy", "pyarrow", "hydra-core"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            versions[package] = None
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpu": _cpu_name(), "cuda_device": None,
-            "git_sha": _git_sha(), "versions": versions,
+    return {**machine(("ticktock", "aiohttp", "numpy", "pyarrow", "hydra-core")), "cuda_device": None,
             "endpoint": {**endpoint.describe(), "protocol": protocol.describe(), "reported_model": identity.model,
                          "served_model": identity.served_model, "served_decoder": identity.served_decoder}}
 
 
-def replay_live_run(cfg: DictConfig, run_dir: Path, endpoint: Endpoint, protocol: EndpointProtocol,
-                    identity: EndpointIdentity, task, sessions: list) -> "LiveRunSummary":
-    """The live run under the folder's lock: ``sessions`` of ``task`` (as ``run_live`` selected them) held and
-    written (see the module docstring)."""
-    from ticktock.replay.concurrency import ConcurrencySettings
-    from ticktock.replay.runner import run_id_for, shard_sessions, sessions_to_replay
-    from ticktock.results.liveness import Heartbeat, heartbeat
-    from ticktock.results.schema import SCHEMA_VERSION
-    from ticktock.results.writer import RunWriter
+class LiveUnits(UnitSource):
+    """The units of a live endpoint (``ticktock.replay.lifecycle.UnitSource``): its options checked, then in
+    ``prepare`` the endpoint asked who it is (``probe``: exit 5 before any folder); the run's identity, labels and
+    run.json from what it reported (see the module docstring); the sessions held ``concurrency.sessions`` at once."""
 
-    settings = ConcurrencySettings.parse(cfg.get("concurrency"))
-    labels = identity.labels(endpoint, protocol)
-    ident = live_identity(cfg, endpoint, protocol, labels)
-    sessions, shard = shard_sessions(cfg, sessions, ident)
-    writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
-    labels = {"run_id": run_id_for(ident, run_dir), **labels}
-    meta = {"run_id": labels["run_id"], "schema_version": SCHEMA_VERSION,
-            "config": recorded_config(cfg, endpoint, labels),
-            "clock": {"name": labels["clock"], "kind": "live", "protocol": protocol.describe(),
-                      "per_unit": protocol.per_unit, "profile_sha256": None,
-                      "profile_device": f"endpoint {endpoint.host}"},
-            "environment": client_environment(endpoint, protocol, identity),
-            "decoder": {"lossless": None, "name": labels["decoder"]}, "started": time.time(),
-            "talker": {"name": labels["talker"], "engine": "the server's own", "charged": "measured live"}
-            if labels["talker"] != "none" else None,
-            "plugins": {}, "sessions_total": len(sessions), "shard": shard, "timing_noise": None}
-    todo = sessions_to_replay(sessions, writer)
-    beat = Heartbeat(lambda record: writer.write_run_json({**meta, "status": "running", "heartbeat": record}),
-                     sessions_done=len(sessions) - len(todo))
-    beat.beat(force=True)
-    status, outcome = "interrupted", LiveOutcome()
-    try:
-        row_labels = {key: labels[key] for key in ("run_id", "model", "decoder", "clock")}  # every row's identity
-        asyncio.run(hold_sessions(cfg, endpoint, protocol, task, todo, writer, row_labels, settings, beat, outcome))
-        status = "complete"
-    except Exception as err:
-        status = f"failed: {type(err).__name__}: {err}"
-        raise
-    finally:
-        counts = writer.consolidate()
-        writer.write_run_json({**meta, "status": status, "finished": time.time(), "skipped_sessions": outcome.skipped,
-                               "failed_sessions": outcome.failed, "partial_sessions": outcome.partial,
-                               "session_endings": outcome.endings,
-                               "send_lag": send_lag(run_dir / "chunks.parquet", endpoint.send_lag_bound_ms),
-                               "row_counts": counts, "heartbeat": heartbeat(counts.get("sessions", 0))})
-    return LiveRunSummary(run_dir, labels["run_id"], counts.get("sessions", 0), len(outcome.skipped),
-                          len(outcome.failed), counts, live_stats(run_dir / "chunks.parquet"), labels["clock"],
-                          protocol.per_unit, len(outcome.partial))
+    def check(self, cfg: DictConfig) -> None:
+        self.endpoint, self.protocol = build_endpoint(cfg)
 
+    def prepare(self, cfg: DictConfig, task, sessions: list) -> None:
+        self.task = task
+        self.reported = asyncio.run(probe(self.endpoint, self.protocol))  # unreachable or refused: exit 5
 
-@dataclass
-class LiveOutcome:
-    """What a live run's sessions did beyond their rows: skipped (bad audio), failed (nothing decided: one line
-    each), partial (ended early: the units decided before are written apart, ``RunWriter.write_partial``)."""
+    def identity(self, cfg: DictConfig) -> dict:
+        self.names = self.reported.labels(self.endpoint, self.protocol)
+        return live_identity(cfg, self.endpoint, self.protocol, self.names)
 
-    skipped: list = None
-    failed: list = None
-    partial: list = None
-    endings: dict = None  # how the sessions ended (``LiveRecord.ended_by``) -> how many
+    def labels(self, cfg: DictConfig) -> dict:
+        return dict(self.names)
 
-    def __post_init__(self):
-        self.skipped, self.failed, self.partial, self.endings = [], [], [], {}
+    def describe(self, cfg: DictConfig, labels: dict, previous: dict | None) -> dict:
+        endpoint, protocol = self.endpoint, self.protocol
+        return {"config": recorded_config(cfg, endpoint, labels),
+                "clock": {"name": labels["clock"], "kind": "live", "protocol": protocol.describe(),
+                          "per_unit": protocol.per_unit, "profile_sha256": None,
+                          "profile_device": f"endpoint {endpoint.host}"},
+                "environment": client_environment(endpoint, protocol, self.reported),
+                "decoder": {"lossless": None, "name": labels["decoder"]},
+                "talker": {"name": labels["talker"], "engine": "the server's own", "charged": "measured live"}
+                if labels["talker"] != "none" else None,
+                "plugins": {}, "timing_noise": None}
+
+    def hold(self, cfg, sessions, writer, labels, heartbeat, outcome: SessionOutcome) -> None:
+        from ticktock.replay.concurrency import ConcurrencySettings
+
+        settings = ConcurrencySettings.parse(cfg.get("concurrency"))
+        asyncio.run(hold_sessions(cfg, self.endpoint, self.protocol, self.task, sessions, writer, labels, settings,
+                                  heartbeat, outcome))
+
+    def finished(self, run_dir: Path, outcome: SessionOutcome) -> dict:
+        return {"send_lag": send_lag(run_dir / "chunks.parquet", self.endpoint.send_lag_bound_ms)}
+
+    def figures(self, run_dir: Path) -> str:
+        """The units, the response time's median, the speak units' mean, and the deadline misses where the protocol
+        measures them (per-unit protocols); a turn-based protocol says it measures none."""
+        s = live_stats(run_dir / "chunks.parquet")
+        if s.get("miss_rate") is not None:
+            misses = f"deadline misses {100 * s['miss_rate']:.1f}%"
+        elif self.protocol.per_unit:
+            misses = "deadline misses: no unit measured"
+        else:
+            misses = "deadline misses not measured (turn-based protocol: no per-unit decisions)"
+        return (f"{s.get('units', 0)} units | response p50 {s.get('response_p50_ms', float('nan')):.1f} ms "
+                f"({self.names['clock']}) | speak {s.get('speak_ms', float('nan')):.1f} ms | {misses} | -> {run_dir}")
 
 
 def send_lag(chunks_path: Path, bound_ms: float) -> dict:
@@ -262,7 +287,7 @@ def send_lag(chunks_path: Path, bound_ms: float) -> dict:
 
 
 async def hold_sessions(cfg, endpoint, protocol, task, sessions, writer, labels, settings, beat,
-                        outcome: LiveOutcome) -> None:
+                        outcome: SessionOutcome) -> None:
     """Hold the sessions, ``settings.sessions`` at once, each written when it ends."""
     from ticktock.replay.concurrency import stagger_offset_ms
 
@@ -300,7 +325,7 @@ async def hold_sessions(cfg, endpoint, protocol, task, sessions, writer, labels,
         ticker.cancel()
 
 
-async def hold_one(cfg, endpoint, protocol, session, tools, delay_ms, outcome: LiveOutcome):
+async def hold_one(cfg, endpoint, protocol, session, tools, delay_ms, outcome: SessionOutcome):
     """One session held; None when it could not be (bad audio skipped, or refused: recorded as failed)."""
     from ticktock.endpoints.client import hold_session
     from ticktock.endpoints.endpoint import EndpointError
@@ -317,27 +342,20 @@ async def hold_one(cfg, endpoint, protocol, session, tools, delay_ms, outcome: L
     try:
         return await hold_session(endpoint, protocol, session, samples, units, tools, delay_ms)
     except EndpointError as err:
-        fail(outcome, session.session_id, f"session {session.session_id}: {err}")
+        outcome.fail(session.session_id, f"session {session.session_id}: {err}", "endpoint")
         return None
 
 
-def fail(outcome: LiveOutcome, session_id: str, reason: str) -> None:
-    outcome.failed.append({"session_id": session_id, "error": reason})
-    print(f"endpoint: {reason}: session failed, nothing of it decided (a rerun replays it); the run goes on",
-          file=sys.stderr)
-
-
 def finish_session(cfg, protocol, session, record, writer, labels, settings, slot, start_ms,
-                   outcome: LiveOutcome) -> None:
+                   outcome: SessionOutcome) -> None:
     """Write a held session's rows: all of them when it finished; when it failed, the units decided before the
     failure, apart (a partial session), or nothing when none was (a failed session)."""
     from ticktock.endpoints.measure import chunk_rows, measure_units, session_row
     from ticktock.results.fingerprint import session_fingerprint
 
-    ending = record.ended_by or "not ended"
-    outcome.endings[ending] = outcome.endings.get(ending, 0) + 1
+    outcome.ended(record.ended_by or "not ended")
     if record.failure is not None and record.decided == 0:
-        fail(outcome, session.session_id, record.failure)
+        outcome.fail(session.session_id, record.failure, "endpoint")
         return
     delay_ms = float(cfg.get("playback_delay_ms") or 0.0)
     units = measure_units(record, protocol.per_unit)[: record.decided]
@@ -349,46 +367,7 @@ def finish_session(cfg, protocol, session, record, writer, labels, settings, slo
         writer.write_session(session.session_id, chunks, row, [])
         return
     writer.write_partial(session.session_id, chunks, row)
-    outcome.partial.append({"session_id": session.session_id, "reason": record.failure,
-                            "failed_at_unit": record.failed_at_unit, "units_decided": record.decided,
-                            "units": record.units})
-    print(f"endpoint: {record.failure}: session partial, its {record.decided} decided units of {record.units} "
-          "written apart (partial/; in no table; a rerun replays it); the run goes on", file=sys.stderr)
-
-
-@dataclass
-class LiveRunSummary:
-    """What a live run did, for its summary line (``line``) and its exit code (``check_finished``)."""
-
-    run_dir: Path
-    run_id: str
-    sessions: int
-    skipped: int
-    failed: int
-    counts: dict
-    stats: dict
-    clock: str
-    per_unit: bool = True
-    partial: int = 0
-
-    def line(self) -> str:
-        """One line: the sessions complete, partial and failed, the units, and the figures the protocol measures
-        (per-unit protocols: response time, speak time and deadline misses; turn-based: reply times only)."""
-        s = self.stats
-        misses = (f" | deadline misses {100 * s['miss_rate']:.1f}%" if s.get("miss_rate") is not None
-                  else " | deadline misses: none measured" if self.per_unit
-                  else " | deadline misses not measured (turn-based protocol: no per-unit decisions)")
-        return (f"run {self.run_id}: {self.sessions} sessions complete, {self.partial} partial, {self.failed} failed "
-                f"({self.skipped} skipped), "
-                f"{self.counts.get('chunks', 0)} units | response p50 {s.get('response_p50_ms', float('nan')):.1f} ms "
-                f"({self.clock}) | speak {s.get('speak_ms', float('nan')):.1f} ms{misses} | -> {self.run_dir}")
-
-    def check_finished(self) -> None:
-        """``SessionsUnfinished`` (exit 6) when a session failed or ended early."""
-        if self.failed or self.partial:
-            raise SessionsUnfinished(f"{self.partial + self.failed} of {self.sessions + self.partial + self.failed} "
-                                     f"sessions did not finish ({self.partial} partial, {self.failed} failed; "
-                                     f"run.json of {self.run_dir} says why); the same command again replays them")
+    outcome.cut_short(session.session_id, record.failure, record.failed_at_unit, record.decided, record.units)
 
 
 def live_stats(path: Path) -> dict:
@@ -399,8 +378,9 @@ def live_stats(path: Path) -> dict:
         return {}
     rows = pq.read_table(path, columns=["kind", "response_ms", "missed_deadline"]).to_pydict()
     responses = [r for r in rows["response_ms"] if r is not None]
+    units = len(rows["kind"])
     speak = [r for r, kind in zip(rows["response_ms"], rows["kind"]) if r is not None and kind == "speak"]
     misses = [m for m in rows["missed_deadline"] if m is not None]
-    return {"response_p50_ms": median(responses) if responses else float("nan"),
+    return {"units": units, "response_p50_ms": median(responses) if responses else float("nan"),
             "speak_ms": sum(speak) / len(speak) if speak else float("nan"),
             "miss_rate": sum(misses) / len(misses) if misses else None}

@@ -65,7 +65,7 @@ class LaunchChecks(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         from ticktock.errors import user_errors
-        from ticktock.replay.runner import check_run_options
+        from ticktock.replay.config import check_run_options
         from ticktock.results.writable import check_writable
 
         with user_errors():  # before Hydra makes the run folder and its log file
@@ -107,7 +107,7 @@ def check_arms(config: DictConfig) -> None:
     from hydra.errors import HydraException
 
     from ticktock.errors import EXIT_CONFIG
-    from ticktock.replay.runner import check_run_options
+    from ticktock.replay.config import check_run_options
 
     if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
         return  # another sweeper chooses its arms as it goes

@@ -1,6 +1,6 @@
 """run.json's shape: every key a reader uses, checked before any reader uses it; and what a resumed run carries over.
 
-The runner writes run.json (``ticktock.replay.runner.replay_run``); the tables (``ticktock.tables.load``), the judge
+The runner writes run.json (``ticktock.replay.lifecycle.write_run``); the tables (``ticktock.tables.load``), the judge
 and ``python -m ticktock.runs`` read it. A run.json edited by hand, written by another program or of another shape
 (a list, a missing key, a number where a name belongs) must stop a reader with one line naming the key, never a
 traceback deep inside a table: ``shape_problem`` checks every key in ``FIELDS`` (the keys the readers use, and

@@ -125,7 +125,7 @@ def _rebuild(run: Run, node: dict):
     from omegaconf import OmegaConf
 
     from ticktock.errors import TickTockError, one_line
-    from ticktock.replay.runner import build_checked
+    from ticktock.replay.config import build_checked
     from ticktock.talkers.base import Talker
 
     if not node.get("_target_"):

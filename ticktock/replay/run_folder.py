@@ -1,0 +1,88 @@
+"""A run's folder: its lock, its run id, and what a resumed run still has to do.
+
+Every run, replayed or live, holds its folder's lock from start to end (``holding_lock``; a second writer is refused
+in one line), is named by a run id made from its identity and folder (``run_id_for``), and replays only the sessions
+not completed yet, or whose inputs changed (``sessions_to_replay``). ``interrupted_note`` is what Ctrl-C says.
+
+Example::
+
+    holding_lock(cfg, run_dir, lambda: work())     # the folder made, its lock held while work() runs
+    todo = sessions_to_replay(sessions, writer)    # 'resumed 2 of 3 sessions' on stderr when resuming
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+
+def interrupted_note(run_dirs: list[Path]) -> str:
+    """What interrupted runs kept and how to resume, from their run.json files, e.g.
+    ``3 of 12 sessions kept in results/runs/x; run the same command again to resume``."""
+    kept = total = 0
+    for run_dir in run_dirs:
+        try:
+            meta = json.loads((Path(run_dir) / "run.json").read_text())
+        except (OSError, ValueError):
+            continue
+        kept += (meta.get("row_counts") or {}).get("sessions", 0)
+        total += meta.get("sessions_total") or 0
+    where = str(run_dirs[0]) if len(run_dirs) == 1 else f"{len(run_dirs)} run folders"
+    return f"{kept} of {total} sessions kept in {where}; run the same command again to resume"
+
+
+def run_id_for(ident: dict, run_dir: Path) -> str:
+    digest = hashlib.sha256(json.dumps([ident, str(run_dir.resolve())], sort_keys=True).encode()).hexdigest()
+    return f"{ident['model']['name']}-{ident['decoder']['name']}-{ident['clock']['name']}-{digest[:8]}"
+
+
+def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | None = None) -> list:
+    """The sessions a (resumed) run still has to replay: those not completed yet, and completed ones whose
+    manifest line, audio or cost profile (``profile_digest``: the run's clock's, ``fingerprint.profile_sha256``)
+    changed since (``ticktock.results.fingerprint``). A changed session's parts are removed and one line names it
+    and what changed (on ``out``, default stderr), e.g.
+    ``resume: session s1: audio file changed since its results were written; replaying it``; a resumed run (the
+    folder held this run) then says how many it keeps: ``resumed 2 of 3 sessions``."""
+    from ticktock.results.fingerprint import changes, session_fingerprint
+
+    recorded, todo = writer.fingerprints(), []
+    for session in sessions:
+        if session.session_id in recorded:
+            changed = changes(recorded[session.session_id], session_fingerprint(session, profile_digest))
+            if not changed:
+                continue
+            print(f"resume: session {session.session_id}: {' and '.join(changed)} changed since its results were "
+                  "written; replaying it", file=out or sys.stderr)
+            writer.forget(session.session_id)
+        todo.append(session)
+    if writer.previous is not None:
+        print(f"resumed {len(sessions) - len(todo)} of {len(sessions)} sessions", file=out or sys.stderr)
+    return todo
+
+
+def holding_lock(cfg: DictConfig, run_dir: Path, work):
+    """``work()``'s result, called with the run folder made and its lock held (``ticktock.results.lock``: a second
+    writer is refused in one line; a stale lock of a process that died is taken over, said on stderr), the lock released
+    after it, also on an error or Ctrl-C."""
+    from ticktock.results.lock import RunLock
+    from ticktock.results.writable import results_written
+
+    lock = RunLock(run_dir, lock_about(cfg))
+    try:
+        with results_written(run_dir):
+            run_dir.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        if lock.stale_note():
+            print(lock.stale_note(), file=sys.stderr)
+        return work()
+    finally:
+        lock.release()
+
+
+def lock_about(cfg: DictConfig) -> dict:
+    """What the run folder's lock says about its holder (shown to a refused second writer)."""
+    return {"decoder": cfg.decoder.name, "model": cfg.model.name, "clock": cfg.clock.name, "task": cfg.task.get("name")}
