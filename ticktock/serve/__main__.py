@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 #: handlers still running after this are cancelled (``ticktock.serve.server.SHUTDOWN_S`` waits for the sessions).
 SHUTDOWN_TIMEOUT_S = 1.0
 #: How long the shutdown then waits for the sessions' threads to leave the model (each stops after its current step).
-SESSIONS_STOP_S = 3.0
+SESSIONS_STOP_S = 1.5
 
 
 async def serve(server, what: str, started=None, handle_signals: bool = False) -> None:

@@ -64,7 +64,7 @@ DUPLEX_QUERY = frozenset({"1", "true", "on"})  # ``?duplex=`` values that ask fo
 CLOSE_WAIT_S = 5.0  # how long a close waits for the client's own close frame before the socket is closed anyway
 SEND_WAIT_S = 5.0  # how long a connection's end waits for its last events to be written
 ABORT_AFTER_S = 30.0  # a closed socket whose client still has not read what waits for it is dropped after this
-SHUTDOWN_S = 4.0  # how long a shutdown waits for every open session's session.closed to be written
+SHUTDOWN_S = 2.0  # how long a shutdown waits for every open session's session.closed to be written
 JOIN_S = 10.0  # how long a connection's end waits for its session's thread (a hung-up turn session: its last units)
 
 
@@ -513,9 +513,12 @@ class Server:
     async def next_frame(self, connection: Connection):
         """The client's next frame; None when the socket closed, or when the client said nothing in time: before its
         handshake within ``serve.config_timeout_s`` (an ``error``, ``config_timeout``), after it within
-        ``serve.idle_timeout_s`` (``session.expired``)."""
+        ``serve.idle_timeout_s`` (``session.expired``; not once the input has ended and the last units are being
+        decided)."""
         handshake = not connection.turns and not connection.created
         timeout = self.options.config_timeout_s if handshake else self.options.idle_timeout_s
+        if connection.session.audio.ended:  # (turn mode after session.close: its last units are being decided)
+            timeout = None
         try:
             message = await connection.ws.receive(timeout=timeout)
         except asyncio.TimeoutError:
@@ -564,7 +567,10 @@ class Server:
                                       drain=False)
         if transport is not None and transport.get_write_buffer_size():
             asyncio.get_running_loop().call_later(ABORT_AFTER_S, transport.abort)
-        await asyncio.get_running_loop().run_in_executor(None, session.join, JOIN_S)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + JOIN_S
+        while session.running and loop.time() < deadline:  # (polled: a shutdown may cancel this wait)
+            await asyncio.sleep(0.05)
         if not session.running:
             self.sessions.discard(session)
 
