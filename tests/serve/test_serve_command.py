@@ -157,14 +157,15 @@ def test_a_client_that_disconnects_mid_unit_leaves_the_others_served(served):
         assert decided[-1]["ticktock"]["unit"] == 0
 
 
-def test_ctrl_c_closes_every_open_session_with_session_closed_and_exits_0_even_with_sigint_ignored():
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_closes_every_open_session_with_session_closed_and_exits_0_even_with_sigint_ignored(signum):
     server = Served("decoder=ar", sigint_ignored=True)  # started as `ticktock serve &` starts it
     try:
         with connect(server.url) as ws:
             handshake(ws)
             ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": SECOND}))
             events_until(ws, "response.listen")
-            server.process.send_signal(signal.SIGINT)
+            server.process.send_signal(signum)
             closed = events_until(ws, "session.closed")[-1]
             assert closed["reason"] == "server_shutdown"
             with pytest.raises(ConnectionClosed) as ended:
