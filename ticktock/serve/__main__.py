@@ -93,10 +93,7 @@ def compose_serve(argv: list[str]):
     from ticktock.errors import ConfigError, one_line
     from ticktock.plugins import register_selected
     from ticktock.replay.resources import register_resolver, resource_path
-    try:  # the run's checks, in ticktock.replay.config since the replay's lifecycle was split out of runner
-        from ticktock.replay.config import check_run_options
-    except ImportError:  # (a checkout from before that split)
-        from ticktock.replay.config import check_run_options
+    from ticktock.replay.config import check_run_options
     from ticktock.serve.server import ServeOptions
 
     register_resolver()
