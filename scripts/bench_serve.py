@@ -105,16 +105,19 @@ async def served(port: int, samples: np.ndarray, instructions: str | None, units
                 end = (start + piece) // 2
                 if end % 16_000 == 0:
                     completed_at[end // 16_000 - 1] = time.perf_counter()
-            await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+            await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))  # a turn commit: closes the last unit
 
         sending = asyncio.ensure_future(send())
+        total = -(-(len(pcm) // 2) // 16_000)  # units, the last partial one included
         async for frame in ws:
             event, now = json.loads(frame), time.perf_counter()
             if event["type"] in ("response.listen", "response.speak"):
                 unit = event["ticktock"]["unit"]
-                decided[unit] = ((now - completed_at[unit]) * 1000.0, event["ticktock"]["post_audio_ms"],
-                                 event["type"].split(".")[1])
-            if event["type"] == "session.closed":
+                decided[unit] = ((now - completed_at[unit]) * 1000.0 if unit in completed_at else float("nan"),
+                                 event["ticktock"]["post_audio_ms"], event["type"].split(".")[1])
+                if len(decided) == total:  # every unit decided (the commit closed the last, partial one): end it
+                    await ws.send(json.dumps({"type": "session.close"}))
+            if event["type"] in ("session.closed", "session.expired"):
                 break
         await sending
     return {u: v for u, v in decided.items() if u < units}

@@ -93,7 +93,7 @@ RULES: dict[str, Rule] = {
     "source .venv/bin/activate": Rule(RUN, why="each command runs in its own shell here: activating is checked to work"),
     "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"":
         Rule(RUN, says="2.13.0", why="this machine's torch: the CPU build"),
-    "python -m ticktock.doctor": Rule(RUN, needs=("real-model miniatures",), says="gander"),
+    "python -m ticktock.adapters.doctor": Rule(RUN, needs=("real-model miniatures",), says="gander"),
     "export TICKTOCK_WEIGHTS_GANDER=$HOME/ckpt/gander": Rule(ENV),
     "hf download openbmb/MiniCPM-o-4_5 --local-dir ~/ckpt/minicpmo45":
         Rule(STAND_IN, needs=("real-model miniatures",), why="no network: the MiniCPM-o 4.5 miniature"),

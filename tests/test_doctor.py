@@ -1,4 +1,4 @@
-"""``python -m ticktock.doctor`` (``ticktock doctor``) on this CPU: the machine check, run as a user runs it.
+"""``python -m ticktock.adapters.doctor`` (``ticktock doctor``) on this CPU: the machine check, run as a user runs it.
 
 The report names no CUDA device, the five real models without weights with the command that fetches each, the
 embedded model's command; a Gander miniature named by ``TICKTOCK_WEIGHTS_GANDER`` is found (with its base) and
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ticktock.doctor import (CACHE, REAL_MODELS, calibrate_hint, gpu_memory_needed, plan_run, profiles_report,
+from ticktock.adapters.doctor import (CACHE, REAL_MODELS, calibrate_hint, gpu_memory_needed, plan_run, profiles_report,
                              render, MINICPMO_SIZE)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def clean_env(tmp_path: Path, **extra: str) -> dict:
     return env
 
 
-def doctor(tmp_path: Path, *args: str, module: str = "ticktock.doctor", **extra: str):
+def doctor(tmp_path: Path, *args: str, module: str = "ticktock.adapters.doctor", **extra: str):
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path, env=clean_env(tmp_path, **extra))
 
@@ -142,7 +142,7 @@ def test_a_gander_without_its_base_says_what_is_missing(tmp_path):
     assert gander["weights"]["base"]["problem"] in render(json.loads(done.stdout))
 
 
-@pytest.mark.parametrize("module, args", [("ticktock.doctor", ["--nope"]), ("ticktock.cli", ["doctor", "--nope"])])
+@pytest.mark.parametrize("module, args", [("ticktock.adapters.doctor", ["--nope"]), ("ticktock.cli", ["doctor", "--nope"])])
 def test_an_option_it_does_not_have_is_one_line_and_exit_2(tmp_path, module, args):
     done = doctor(tmp_path, *args, module=module)
     assert done.returncode == 2 and done.stdout == ""
@@ -153,7 +153,7 @@ def test_an_option_it_does_not_have_is_one_line_and_exit_2(tmp_path, module, arg
 def test_the_ticktock_command_lists_and_runs_doctor(tmp_path):
     from ticktock.cli import COMMANDS
 
-    assert COMMANDS["doctor"][0] == "ticktock.doctor"
+    assert COMMANDS["doctor"][0] == "ticktock.adapters.doctor"
     done = doctor(tmp_path, "doctor", "--json", module="ticktock.cli")
     assert done.returncode == 0, done.stderr[-2000:]
     assert [m["model"] for m in json.loads(done.stdout)["models"]] == list(REAL_MODELS)

@@ -216,3 +216,10 @@ def test_light_modules_do_not_import_torch_or_transformers():
                           timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert not done.stdout.strip(), f"imported when this module was (docs/layout.md says it stays light): {done.stdout}"
+
+
+def test_at_most_twelve_modules_at_the_top_of_the_package():
+    """docs/layout.md: the top of ``ticktock/`` holds the commands and the public API only (``__init__`` counted); a
+    command that belongs to one package lives there."""
+    top = sorted(path.name for path in (Path(__file__).resolve().parents[1] / "ticktock").glob("*.py"))
+    assert len(top) <= 12, top

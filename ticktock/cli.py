@@ -27,7 +27,7 @@ COMMANDS = {
     "serve": ("ticktock.serve", "serve a model and decoder over the full-duplex WebSocket contract, in real time"),
     "certify": ("ticktock.certify", "prove a decoder lossless and honestly counted, or a model adapter exact"),
     "calibrate": ("ticktock.calibrate", "measure a cost profile for the modeled clock on this device"),
-    "doctor": ("ticktock.doctor", "what this machine has (GPU, torch build, weights) and which real-model runs it can start"),
+    "doctor": ("ticktock.adapters.doctor", "what this machine has (GPU, torch build, weights) and which real-model runs it can start"),
     "synth": ("ticktock.corpus.synth", "generate a spoken session corpus (eSpeak NG)"),
     "convert": ("ticktock.corpus.convert", "convert a published dataset (local copy) into a manifest"),
     "bench": ("ticktock.corpus.bench", "TickTock-Bench as a Hugging Face dataset: fetch its sources, build, export"),

@@ -1,4 +1,4 @@
-"""``python -m ticktock.doctor`` (``ticktock doctor``): what this machine has, and which runs it can start.
+"""``python -m ticktock.adapters.doctor`` (``ticktock doctor``): what this machine has, and which runs it can start.
 
 One screen, on any machine (a CPU too): the device (the CUDA devices this process sees with their total and free
 memory, ``CUDA_VISIBLE_DEVICES``, the torch build and whether it has CUDA); for each real model
@@ -13,7 +13,7 @@ exist). torch is imported only when the report is made.
 
 Example::
 
-    $ python -m ticktock.doctor
+    $ python -m ticktock.adapters.doctor
     ticktock doctor: this machine and what it can run (the GPU path: docs/gpu.md)
     device
       torch 2.13.0+cpu: a CPU-only build; the GPU path needs a CUDA build of torch (docs/gpu.md)
@@ -22,7 +22,7 @@ Example::
       gander          weights not found; fetch: hf download Gander-Omni/Gander && hf download openbmb/MiniCPM-o-4_5
                       needs ~24 GiB of GPU memory; not possible here: no weights, no CUDA device
       ...
-    $ python -m ticktock.doctor --json | python -c "import json, sys; print(json.load(sys.stdin)['device']['gpus'])"
+    $ python -m ticktock.adapters.doctor --json | python -c "import json, sys; print(json.load(sys.stdin)['device']['gpus'])"
     []
 """
 
@@ -452,7 +452,7 @@ class OptionParser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OptionParser(prog="python -m ticktock.doctor", description=__doc__.splitlines()[0])
+    parser = OptionParser(prog="python -m ticktock.adapters.doctor", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     report = doctor_report()
