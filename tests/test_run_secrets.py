@@ -79,3 +79,13 @@ def test_the_quote_hint_never_shows_a_query_secret():
     with pytest.raises(ConfigError) as refused:
         check_grammar(f"model.url=wss://h/v1?api_key={TOKEN}&model=m")
     assert TOKEN not in str(refused.value) and "api_key=***" in str(refused.value)
+
+
+def test_a_sweep_with_credentials_in_a_url_is_refused_before_hydra_writes_its_multirun_yaml(tmp_path):
+    """Hydra writes a sweep's overrides as given into multirun.yaml: a URL's password there would be on disk."""
+    done = ticktock_run(tmp_path, "-m", "model=endpoint", f"model.url=ws://user:{PASSWORD}@127.0.0.1:9/v1/realtime",
+                        f"hydra.sweep.dir={tmp_path / 'sweep'}", "limit.sessions=1,2")
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_CONFIG and len(done.stderr.strip().splitlines()) == 1, output
+    assert PASSWORD not in output and "model.url: a sweep (-m) cannot take credentials in a URL" in output
+    assert not (tmp_path / "sweep").exists() and PASSWORD not in written_text(tmp_path)

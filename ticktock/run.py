@@ -177,6 +177,31 @@ def url_secrets(url: str) -> list[str]:
     return sorted(found - {""})
 
 
+def check_sweep_secrets(argv: list[str]) -> None:
+    """Refuse a sweep (``-m``) whose overrides carry a URL's secrets, in one line (the secret shown as ``***``):
+    Hydra writes every override of a sweep, as given, into the sweep folder's ``multirun.yaml``. A bearer token named
+    by ``model.token_env`` is never written anywhere, so that is the way to give a sweep its credentials.
+
+    >>> check_sweep_secrets(["-m", "model=endpoint", "model.url=ws://h:1/v1/realtime"])
+    >>> check_sweep_secrets(["-m", "model.url=ws://me:s3cret@h:1/v1/realtime"])
+    Traceback (most recent call last):
+    ...
+    ticktock.errors.ConfigError: model.url: a sweep (-m) cannot take credentials in a URL ('ws://***@h:1/v1/realtime'): Hydra writes every override of a sweep into its folder's multirun.yaml; give the server's bearer token with model.token_env=NAME instead
+    """
+    from ticktock.endpoints.endpoint import redacted
+    from ticktock.errors import ConfigError
+
+    if not any(arg in ("-m", "--multirun") for arg in argv):
+        return
+    for override in argv:
+        key, _, value = override.partition("=")
+        value = value.strip("'\"")
+        if "://" in value and url_secrets(value):
+            raise ConfigError(f"{key}: a sweep (-m) cannot take credentials in a URL ({redacted(value)!r}): Hydra "
+                              "writes every override of a sweep into its folder's multirun.yaml; give the server's "
+                              "bearer token with model.token_env=NAME instead")
+
+
 def override_secrets(argv: list[str]) -> list[str]:
     """The secrets the command line names: those of every value that is a URL (``url_secrets``), and the value of every
     environment variable a ``...token_env=NAME`` override names."""
@@ -264,5 +289,6 @@ if __name__ == "__main__":
     with secrets_kept_out(override_secrets(sys.argv[1:])):  # no URL password or token value in anything printed
         with user_errors():  # Ctrl-C while Hydra starts up; plug-ins selected by name (ticktock.plugins), before Hydra
             register_selected(sys.argv[1:])
+            check_sweep_secrets(sys.argv[1:])
             check_composition(sys.argv[1:])
             main()
