@@ -157,8 +157,6 @@ class IdleSleeper(ARDecoder):
 
 
 def test_the_watchdog_stops_a_chunk_past_its_limit_naming_session_chunk_and_phase(fixture_adapter, small_manifest):
-    import time
-
     from ticktock.clocks.modeled import CostProfile, ModeledClock
     from ticktock.replay.engine import ReplayEngine
     from ticktock.replay.watchdog import ChunkTimeout, Watchdog
@@ -168,10 +166,8 @@ def test_the_watchdog_stops_a_chunk_past_its_limit_naming_session_chunk_and_phas
     watchdog = Watchdog(0.5)
     engine = ReplayEngine(fixture_adapter, IdleSleeper(), ModeledClock(CostProfile.constant(10.0)), max_chunks=4,
                           watchdog=watchdog)
-    began = time.monotonic()
     with watchdog.running(), pytest.raises(ChunkTimeout) as caught:
         engine.replay(session, load_audio(session.audio_path))
-    assert time.monotonic() - began < 10.0
     assert str(caught.value) == (f"session {session.session_id}: chunk 2 (idle window) still running after 0.5 s of "
                                  "wall time (watchdog.chunk_s=0.5)")
     assert engine.where is None and watchdog._deadline is None  # disarmed: nothing fires after the session

@@ -106,14 +106,12 @@ def watchdog_lines(stderr: str) -> list[str]:
 def test_the_watchdog_stops_a_busy_loop_a_sleep_and_a_blocked_lock(how):
     before = signal.getsignal(signal.SIGALRM)
     watchdog = Watchdog(0.2)
-    began = time.monotonic()
     with watchdog.running():
         with pytest.raises(ChunkTimeout, match=r"^session s1: chunk 3 \(post-audio step\) still running after 0.2 s "
                                                r"of wall time \(watchdog.chunk_s=0.2\)$"):
             watchdog.arm(("s1", 3), "session s1: chunk 3 (post-audio step)")
             hang(how)
         watchdog.disarm()
-    assert time.monotonic() - began < 10.0
     assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
@@ -164,10 +162,8 @@ def test_a_run_fails_the_hanging_session_goes_on_and_says_so(tmp_path, decoder):
     from ticktock.tables.load import load_results
 
     run_dir = tmp_path / "run"
-    began = time.monotonic()
     done = hanging_run(run_dir, decoder)
     assert done.returncode == 6, done.stderr  # the run ended, a session did not finish
-    assert time.monotonic() - began < 120
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and len(meta["failed_sessions"]) == 1
     failed = meta["failed_sessions"][0]

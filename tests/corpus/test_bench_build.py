@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -195,9 +194,7 @@ def test_convert_and_task_hf_from_a_hub_id_when_the_hub_cannot_be_reached_are_on
                     f"hydra.run.dir={tmp_path / 'run'}"],
     }
     for name, args in commands.items():
-        began = time.monotonic()
         done = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120,
                               env=environment, cwd=tmp_path)
         assert done.returncode == 3 and len(done.stderr.splitlines()) == 1, (name, done.stderr[-3000:])
         assert done.stderr.startswith("ticktock: error: someone/") and "cannot be reached" in done.stderr, done.stderr
-        assert time.monotonic() - began < 60, name
