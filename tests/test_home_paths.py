@@ -66,8 +66,9 @@ def test_a_quoted_tilde_path_is_used_by_the_run(tmp_path):
     write_sessions(tmp_path / "data", count=1)
     shutil.copy(resource_path("configs/profiles/a100-8b-derived.yaml"), tmp_path / "profile.yaml")
     done = ticktock_run(tmp_path, "model=fixture", 'task.manifest="~/data/manifest.jsonl"', "task.tool_executor=null",
-                        'clock.profile="~/profile.yaml"', "limit.chunks=2", "hydra.run.dir=runs/home")
+                        'clock.profile="~/profile.yaml"', "limit.chunks=2", 'hydra.run.dir="~/runs/home"')
     assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "~").exists()  # the run folder under the home folder too, not in a folder named ~
     config = json.loads((tmp_path / "runs" / "home" / "run.json").read_text())["config"]
     assert config["task"]["manifest"] == str(tmp_path / "data" / "manifest.jsonl")
     assert config["clock"]["profile"] == str(tmp_path / "profile.yaml")

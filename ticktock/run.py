@@ -177,6 +177,31 @@ def url_secrets(url: str) -> list[str]:
     return sorted(found - {""})
 
 
+#: The run folder options Hydra reads before any run config exists (so ``expand_home`` never sees them).
+HYDRA_FOLDERS = ("hydra.run.dir", "hydra.sweep.dir")
+
+
+def folders_expanded(argv: list[str]) -> list[str]:
+    """``argv`` with ``~`` expanded in a quoted home path given to ``hydra.run.dir`` or ``hydra.sweep.dir``, as every
+    other path option of a run is (``ticktock.replay.sweeps.expand_home``); the rest as given.
+
+    >>> import os
+    >>> folders_expanded(['hydra.run.dir="~/runs/x"', "decoder=ar"]) == [
+    ...     "hydra.run.dir=" + os.path.join(os.path.expanduser("~"), "runs/x"), "decoder=ar"]
+    True
+    """
+    from ticktock.replay.sweeps import home_path
+
+    expanded = []
+    for override in argv:
+        key, equals, value = override.partition("=")
+        bare = value.strip("'\"")
+        if equals and key.lstrip("+") in HYDRA_FOLDERS and bare.startswith("~") and home_path(bare) != bare:
+            override = f"{key}={home_path(bare)}"
+        expanded.append(override)
+    return expanded
+
+
 def check_sweep_secrets(argv: list[str]) -> None:
     """Refuse a sweep (``-m``) whose overrides carry a URL's secrets, in one line (the secret shown as ``***``):
     Hydra writes every override of a sweep, as given, into the sweep folder's ``multirun.yaml``. A bearer token named
@@ -288,6 +313,7 @@ def bugs_reported() -> Iterator[None]:
 if __name__ == "__main__":
     with secrets_kept_out(override_secrets(sys.argv[1:])):  # no URL password or token value in anything printed
         with user_errors():  # Ctrl-C while Hydra starts up; plug-ins selected by name (ticktock.plugins), before Hydra
+            sys.argv[1:] = folders_expanded(sys.argv[1:])  # before Hydra reads them: its run folder under ~ too
             register_selected(sys.argv[1:])
             check_sweep_secrets(sys.argv[1:])
             check_composition(sys.argv[1:])
