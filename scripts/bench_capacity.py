@@ -33,7 +33,6 @@ import argparse
 from pathlib import Path
 from typing import NamedTuple
 
-import pyarrow.parquet as pq
 
 from ticktock.corpus.arguments import whole_number
 from ticktock.endpoints.run import is_endpoint, run_live
@@ -42,7 +41,7 @@ from ticktock.replay.config import build, check_run_options, compose_run, select
 from ticktock.replay.runner import run
 from ticktock.tables.build import FIGURE_TABLES
 from ticktock.tables.capacity import (CapacitySearch, capacity_data, capacity_figure, capacity_ratio, capacity_table,
-                                      search_capacity, verdict)
+                                      run_verdict, search_capacity)
 from ticktock.tables.load import load_results
 from ticktock.tables.render import write_tables
 
@@ -68,19 +67,21 @@ class Sharing(NamedTuple):
 
 def overrides(n: int, sharing: Sharing, args) -> list[str]:
     return [f"concurrency.sessions={n}", f"concurrency.batching={str(sharing.batching).lower()}",
-            *([f"concurrency.batch_encodings=true"] if sharing.encodings else []), f"draft_policy={args.policy}",
+            *(["concurrency.batch_encodings=true"] if sharing.encodings else []), f"draft_policy={args.policy}",
             *args.overrides]
 
 
 def passes(decoder: str, sharing: Sharing, args):
-    """``passes(N)`` for ``search_capacity``: replay N sessions at once (resuming the run folder), judge its chunks."""
+    """``passes(N)`` for ``search_capacity``: replay N sessions at once (resuming the run folder), judge its chunks and
+    its run.json (a refused, failed or partial session fails N: ``run_verdict``)."""
     def judge(n: int) -> bool:
         cfg = compose_run(decoder, args.model, args.per_task or None, overrides(n, sharing, args))
         replay = run_live if is_endpoint(cfg) else run  # a live endpoint (--model endpoint) or the model in process
         folder = replay(cfg, Path(args.out) / sharing.folder(decoder, n)).run_dir
-        result = verdict(pq.read_table(folder / "chunks.parquet").to_pandas())
+        result = run_verdict(folder)
         onset = f"{result.p95_onset_ms:.0f} ms over {result.onsets} onsets" if result.onsets else "none (no onsets)"
-        print(f"  {decoder} N={n} {sharing.words()}: miss {result.miss_rate:.1%}, p95 onset {onset}: "
+        unserved = f", {result.failed} failed, {result.partial} partial" if result.failed or result.partial else ""
+        print(f"  {decoder} N={n} {sharing.words()}: miss {result.miss_rate:.1%}, p95 onset {onset}{unserved}: "
               f"{'pass' if result.passes else 'fail'}", flush=True)
         return result.passes
     return judge

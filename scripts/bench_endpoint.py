@@ -202,7 +202,7 @@ def part_texts(args, out: Path) -> None:
 
 
 def part_capacity(args, out: Path) -> None:
-    from ticktock.tables.capacity import capacity_ratio, search_capacity, verdict
+    from ticktock.tables.capacity import capacity_ratio, run_verdict, search_capacity
 
     found = {}
     for decoder in args.decoders:
@@ -210,9 +210,10 @@ def part_capacity(args, out: Path) -> None:
             def passes(n: int) -> bool:
                 folder = live(out / "capacity" / f"{decoder}-N{n}", url,
                               *sessions_overrides(args, args.capacity_per_task), f"concurrency.sessions={n}")
-                result = verdict(pq.read_table(folder / "chunks.parquet").to_pandas())
-                print(f"  {decoder} N={n}: miss {result.miss_rate:.1%}, p95 onset {result.p95_onset_ms:.0f} ms: "
-                      f"{'pass' if result.passes else 'fail'}", flush=True)
+                result = run_verdict(folder)  # a refused, failed or partial session fails its N
+                unserved = f", {result.failed} failed, {result.partial} partial" if result.failed or result.partial else ""
+                print(f"  {decoder} N={n}: miss {result.miss_rate:.1%}, p95 onset {result.p95_onset_ms:.0f} ms"
+                      f"{unserved}: {'pass' if result.passes else 'fail'}", flush=True)
                 return result.passes
             found[decoder] = search_capacity(passes, min(args.limit, 8 * args.capacity_per_task))
     print("\nPart 2: capacity of ticktock serve (live, wall clock, loopback, this CPU, embedded model, threads=1; "

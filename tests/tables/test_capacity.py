@@ -329,3 +329,23 @@ def test_a_partial_session_fails_its_n_and_an_old_run_json_without_the_keys_coun
         {"N": 1, "passes": True, "shortfall": ""}, {"N": 2, "passes": True, "shortfall": ""},
         {"N": 4, "passes": False, "shortfall": "2 sessions partial"}]
     assert set(data["capacity"]) == {2} and not data["lower bound"].any()
+
+
+def test_a_capacity_search_judges_a_run_folder_by_its_chunks_and_the_sessions_it_did_not_serve(tmp_path):
+    """``run_verdict``: what the capacity scripts judge each N by; a refused or partial session fails N even when the
+    chunks written pass."""
+    from ticktock.tables.capacity import run_verdict
+
+    chunks = [chunk("s0", 0, kind="listen", response_ms=80.0, missed_deadline=False, is_onset=False),
+              chunk("s0", 1, kind="speak", response_ms=120.0, missed_deadline=False, is_onset=True)]
+    served = write_run(tmp_path / "served", "ar", chunks)
+    assert run_verdict(served).passes
+    refused = write_run(tmp_path / "refused", "ar", chunks)
+    meta = json.loads((refused / "run.json").read_text())
+    meta["failed_sessions"] = [{"session_id": "s1", "error": "session s1: the server refused the session"}]
+    (refused / "run.json").write_text(json.dumps(meta))
+    assert not run_verdict(refused).passes and run_verdict(refused).failed == 1
+    meta["failed_sessions"], meta["partial_sessions"] = [], [{"session_id": "s2", "reason": "closed", "units": 4,
+                                                             "units_decided": 2, "failed_at_unit": 2}]
+    (refused / "run.json").write_text(json.dumps(meta))
+    assert not run_verdict(refused).passes and run_verdict(refused).partial == 1

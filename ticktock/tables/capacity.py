@@ -111,6 +111,23 @@ def unserved(result: Verdict, failed: list[str], partial: list[str]) -> Verdict:
                    partial=len(partial))
 
 
+def run_verdict(run_dir: Path, criteria: CapacityCriteria = CapacityCriteria()) -> Verdict:
+    """The verdict of one run folder as a capacity search judges N: its chunks (``verdict``), failed by any session
+    its run.json says was not served to the end (``unserved``: refused, failed or partial).
+
+    >>> run_verdict(Path("results/capacity/ar-N4"))                                    # doctest: +SKIP
+    Verdict(miss_rate=0.0, p95_onset_ms=180.0, onsets=40, passes=False, failed=1, partial=0)
+    """
+    import json
+
+    import pyarrow.parquet as pq
+
+    meta = json.loads((run_dir / "run.json").read_text())
+    ids = [[entry.get("session_id") for entry in meta.get(key) or [] if isinstance(entry, dict)]
+           for key in ("failed_sessions", "partial_sessions")]
+    return unserved(verdict(pq.read_table(run_dir / "chunks.parquet").to_pandas(), criteria), *ids)
+
+
 def unserved_sessions(cell: Cell) -> tuple[list[str], list[str]]:
     """The sessions the cell's runs did not serve to the end: run.json ``failed_sessions`` and ``partial_sessions``
     (lists of objects with a ``session_id``; a run written before either key existed has none), each id once.
