@@ -153,7 +153,7 @@ def random_weights_note(setup: Setup) -> str:
     what = "a miniature checkpoint (ticktock.miniatures)" if setup.miniature else "random_init"
     return (f"model {setup.model_label}: its weights are random (run.json environment.model.random_weights: "
             f"{what}): it measures the harness, not the model; its speedups and latencies say nothing about the "
-            f"real {setup.model}, so the paper's columns are left empty for it")
+            f"real {setup.model}, so no paper value is shown for it")
 
 
 def describe_model(meta: dict) -> str:
