@@ -111,9 +111,9 @@ async def hold_many(url: str, sessions: list, units: int):
 def unit_errors(record) -> list[float]:
     """Per decided unit: the client's response time minus the server's own measure of it (ms)."""
     from ticktock.endpoints.measure import measure_units
-    from ticktock.serve.client_events import UnitDecided
+    from ticktock.wire import UnitDecision
 
-    server_ms = [s.event.server_ms for s in record.events if isinstance(s.event, UnitDecided)]
+    server_ms = [s.event.server_ms for s in record.events if isinstance(s.event, UnitDecision)]
     units = measure_units(record, per_unit=True)[: record.decided]
     return [u.response_ms - ms for u, ms in zip(units, server_ms) if u.response_ms is not None and ms is not None]
 

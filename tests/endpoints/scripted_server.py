@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from ticktock.serve import protocol
+from ticktock import wire
 
 UNIT_BYTES = 32_000  # 1000 ms of 16 kHz PCM16
 MODEL = "scripted"
@@ -92,7 +92,7 @@ class ScriptedServer:
         chores = [asyncio.ensure_future(act.pinging())]
         try:
             if self.flavour == "openai":
-                await act.send(protocol.session_created(act.session_object()))
+                await act.send(wire.SessionCreated(act.session_object()))
             elif not await act.configured():
                 return ws
             async for message in ws:
@@ -122,7 +122,10 @@ class Connection:
     def session_object(self) -> dict:
         return {"id": f"sess_scripted_{self.number}", "object": "realtime.session", "model": MODEL}
 
-    async def send(self, event) -> None:
+    async def send(self, event: wire.WireEvent | dict | str) -> None:
+        """Send a wire event (its ``to_json()``), a JSON object, or a raw text frame as it is."""
+        if isinstance(event, wire.WireEvent):
+            event = event.to_json()
         if not self.ws.closed:
             await self.ws.send_str(event if isinstance(event, str) else json.dumps(event))
 
@@ -135,7 +138,7 @@ class Connection:
                 await asyncio.sleep(0.005)
             elif self.quiet():
                 await self.ws.ping()
-                await self.send({"type": "rate_limits.updated", "event_id": protocol.new_event_id(),
+                await self.send({"type": "rate_limits.updated", "event_id": wire.new_event_id(),
                                  "rate_limits": []})
                 await asyncio.sleep(0.05)
             else:
@@ -153,28 +156,28 @@ class Connection:
         try:
             message = await self.ws.receive(timeout=self.server.config_timeout_s)
         except asyncio.TimeoutError:
-            await self.send(protocol.error_event("config_timeout", "Timeout waiting for session.update"))
+            await self.send(wire.ErrorEvent("config_timeout", "Timeout waiting for session.update"))
             self.server.closed_by[self.number] = "server"
             return False
         if message.type != WSMsgType.TEXT:
             return False
         event = json.loads(message.data)
         if event.get("type") != "session.update":
-            await self.send(protocol.error_event("invalid_request", "the first event must be session.update"))
+            await self.send(wire.ErrorEvent("invalid_request", "the first event must be session.update"))
             return False
         if self.behaviour == "refuse":
-            await self.send(protocol.error_event("resource_exhausted", "no capacity for another session"))
+            await self.send(wire.ErrorEvent("resource_exhausted", "no capacity for another session"))
             self.server.closed_by[self.number] = "server"
             return False
-        await self.send(protocol.session_created(self.session_object()))
-        await self.send(protocol.session_updated(self.session_object()))
+        await self.send(wire.SessionCreated(self.session_object()))
+        await self.send(wire.SessionUpdated(self.session_object()))
         return True
 
     async def on(self, event: dict) -> bool:
         """React to one client event; False when the connection is to end."""
         kind = event.get("type")
         if kind == "session.update":
-            await self.send(protocol.session_updated(self.session_object()))
+            await self.send(wire.SessionUpdated(self.session_object()))
         elif kind == "input_audio_buffer.append":
             self.received += len(base64.b64decode(event["audio"]))
             if self.server.flavour == "vllm_omni":
@@ -183,12 +186,12 @@ class Connection:
                         self.server.closed_by[self.number] = "server"
                         return False
         elif kind == "input_audio_buffer.commit":
-            await self.send(protocol.input_audio_buffer_committed(f"item_{self.number}_{self.received}"))
+            await self.send(wire.InputAudioBufferCommitted(f"item_{self.number}_{self.received}"))
         elif kind == "response.create" and self.server.flavour == "openai":
             await self.open_reply()
             await self.end_reply_later()
         elif kind == "session.heartbeat":
-            await self.send(protocol.heartbeat_ack(f"sess_scripted_{self.number}"))
+            await self.send(wire.HeartbeatAck(f"sess_scripted_{self.number}"))
         elif kind == "session.close":
             return await self.on_close()
         return True
@@ -199,14 +202,15 @@ class Connection:
             return True
         self.server.closed_by[self.number] = "session.close"
         if self.behaviour != "no_closed":
-            await self.send(protocol.session_closed(f"sess_scripted_{self.number}", "client_close"))
+            await self.send(wire.SessionClosed(f"sess_scripted_{self.number}", "client_close"))
         return False
 
     async def open_reply(self) -> None:
         self.reply = f"resp_{self.number}_{self.decided}"
-        await self.send(protocol.response_created(self.reply))
-        await self.send(protocol.text_delta(self.reply, "item_1", "Hi. "))
-        await self.send(protocol.audio_delta(self.reply, "item_1", np.zeros(1600, dtype=np.float32), 16000))
+        await self.send(wire.ResponseCreated(self.reply))
+        await self.send(wire.TextDelta(self.reply, "item_1", "Hi. "))
+        speech = np.zeros(1600, dtype=np.float32)
+        await self.send(wire.AudioDelta.of_samples(self.reply, "item_1", speech, 16000))
 
     async def end_reply_later(self) -> None:
         reply = self.reply
@@ -215,7 +219,7 @@ class Connection:
             await asyncio.sleep(self.server.reply_s)
             if self.reply == reply:
                 self.reply = None
-                await self.send(protocol.response_done(reply))
+                await self.send(wire.ResponseDone(reply))
 
         self.chores.append(asyncio.ensure_future(done()))
 
@@ -228,19 +232,19 @@ class Connection:
                 await asyncio.sleep(1.0)
             return False
         if behaviour == "unknown":
-            await self.send({"type": "server.novelty", "event_id": protocol.new_event_id(), "note": {"x": [1, 2]}})
+            await self.send({"type": "server.novelty", "event_id": wire.new_event_id(), "note": {"x": [1, 2]}})
         shown = unit + 1 if behaviour == "ahead" and unit == n else unit
-        report = protocol.UnitReport(unit=shown, post_audio_ms=5.0)
+        report = wire.UnitReport(unit=shown, post_audio_ms=5.0)
         if unit % 3 == 1:  # a spoken reply, whose response.done comes reply_s later
             await self.open_reply()
-            await self.send(protocol.response_speak(self.reply, "item_1", report))
+            await self.send(wire.ResponseSpeak(self.reply, "item_1", report))
             await self.end_reply_later()
         else:
-            await self.send(protocol.response_listen(report))
+            await self.send(wire.ResponseListen(report))
         if behaviour == "twice" and unit == n:
-            await self.send(protocol.response_listen(protocol.UnitReport(unit=unit, post_audio_ms=5.0)))
+            await self.send(wire.ResponseListen(wire.UnitReport(unit=unit, post_audio_ms=5.0)))
         if behaviour == "bad_audio" and unit == n:
-            await self.send({**protocol.audio_delta("resp_1", "item_1", np.zeros(160), 16000),
+            await self.send({**wire.AudioDelta.of_samples("resp_1", "item_1", np.zeros(160), 16000).to_json(),
                              "delta": "not base64!"})
         self.decided += 1
         return True

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from ticktock.endpoints.measure import chunk_rows, measure_units, session_row, toy_record
 from ticktock.replay.resources import resource_path
-from ticktock.serve.client_events import AudioDelta, CallMade, ReplyDone, ReplyStarted, TextDelta, UnitDecided
 from ticktock.sessions.manifest import load_manifest
+from ticktock.wire import ResponseCreated, ResponseDone
+
+from live_events import audio, called, listen, said, speak
 
 ENDS = [(1000.0 * (t + 1), t) for t in range(4)]
-
-
-def audio(response_id: str, seconds: float) -> AudioDelta:
-    return AudioDelta(response_id, int(24_000 * seconds), 24_000, "00000000")
 
 
 def session():
@@ -20,8 +18,7 @@ def session():
 
 
 def test_a_late_unit_delays_the_next_response_but_not_its_post_audio_latency():
-    record = toy_record(ENDS, [(1050.0, UnitDecided(0, False)), (4500.0, UnitDecided(1, False)),
-                               (4520.0, UnitDecided(2, False)), (4560.0, UnitDecided(3, False))])
+    record = toy_record(ENDS, [(1050.0, listen(0)), (4500.0, listen(1)), (4520.0, listen(2)), (4560.0, listen(3))])
     units = measure_units(record, per_unit=True)
     assert [u.response_ms for u in units] == [50.0, 2500.0, 1520.0, 560.0]
     assert [u.lag_ms for u in units] == [0.0, 1500.0, 520.0, 0.0]
@@ -30,9 +27,8 @@ def test_a_late_unit_delays_the_next_response_but_not_its_post_audio_latency():
 
 
 def test_a_function_call_makes_its_unit_a_tool_unit_timed_from_the_call():
-    record = toy_record(ENDS, [(1040.0, UnitDecided(0, False)), (2030.0, CallMade("r1", "c1", "track_order", '{"id": 1}')),
-                               (2080.0, UnitDecided(1, True, "r1")), (3050.0, UnitDecided(2, False)),
-                               (4050.0, UnitDecided(3, False))])
+    record = toy_record(ENDS, [(1040.0, listen(0)), (2030.0, called("r1", "c1", "track_order", '{"id": 1}')),
+                               (2080.0, speak(1, "r1")), (3050.0, listen(2)), (4050.0, listen(3))])
     units = measure_units(record, per_unit=True)
     assert [u.kind for u in units] == ["listen", "tool", "listen", "listen"]
     assert units[1].calls == [{"function": "track_order", "args": {"id": 1}}] and units[1].onset_ms == 30.0
@@ -41,10 +37,10 @@ def test_a_function_call_makes_its_unit_a_tool_unit_timed_from_the_call():
 
 def test_rows_have_the_units_text_onset_and_the_playback_of_their_audio():
     record = toy_record(ENDS, [
-        (1040.0, UnitDecided(0, False)), (2020.0, ReplyStarted("r1")), (2030.0, UnitDecided(1, True, "r1")),
-        (2031.0, TextDelta("r1", "Hello", False)), (2100.0, audio("r1", 0.5)),
-        (3040.0, UnitDecided(2, True, "r1")), (3041.0, TextDelta("r1", " there", False)), (3300.0, audio("r1", 0.5)),
-        (4030.0, ReplyDone("r1", "completed")), (4031.0, UnitDecided(3, False))])
+        (1040.0, listen(0)), (2020.0, ResponseCreated("r1")), (2030.0, speak(1, "r1")),
+        (2031.0, said("r1", "Hello")), (2100.0, audio("r1", 0.5)),
+        (3040.0, speak(2, "r1")), (3041.0, said("r1", " there")), (3300.0, audio("r1", 0.5)),
+        (4030.0, ResponseDone("r1", "completed")), (4031.0, listen(3))])
     units = measure_units(record, per_unit=True)
     labels = {"run_id": "r", "model": "m@h:1", "decoder": "ar", "clock": "live:vllm_omni_duplex"}
     rows = chunk_rows(record, units, session(), labels, per_unit=True)
@@ -59,8 +55,8 @@ def test_rows_have_the_units_text_onset_and_the_playback_of_their_audio():
 
 
 def test_a_turn_based_session_is_measured_per_reply_from_the_turns_commit():
-    record = toy_record(ENDS, [(1500.0, ReplyStarted("r1")), (2400.0, TextDelta("r1", "Hi", True)),
-                               (2450.0, audio("r1", 0.4)), (2900.0, ReplyDone("r1", "completed"))])
+    record = toy_record(ENDS, [(1500.0, ResponseCreated("r1")), (2400.0, said("r1", "Hi", transcript=True)),
+                               (2450.0, audio("r1", 0.4)), (2900.0, ResponseDone("r1", "completed"))])
     record.turn_ends_ms = [1700.0]
     units = measure_units(record, per_unit=False)
     assert [u.kind for u in units] == ["listen", "speak", "listen", "listen"]
@@ -74,8 +70,8 @@ def test_a_turn_based_session_is_measured_per_reply_from_the_turns_commit():
 
 
 def test_a_jitter_buffer_trades_a_later_first_audio_for_fewer_stalls():
-    events = [(1040.0, UnitDecided(0, False)), (2030.0, UnitDecided(1, True, "r1")), (2100.0, audio("r1", 0.3)),
-              (2600.0, audio("r1", 0.3)), (3040.0, UnitDecided(2, False)), (4040.0, UnitDecided(3, False))]
+    events = [(1040.0, listen(0)), (2030.0, speak(1, "r1")), (2100.0, audio("r1", 0.3)),
+              (2600.0, audio("r1", 0.3)), (3040.0, listen(2)), (4040.0, listen(3))]
     labels = {"run_id": "r", "model": "m@h:1", "decoder": "ar", "clock": "live:vllm_omni_duplex"}
     rows = {}
     for delay_ms in (0.0, 600.0):
@@ -89,7 +85,7 @@ def test_a_jitter_buffer_trades_a_later_first_audio_for_fewer_stalls():
 
 
 def test_a_backchannel_the_server_names_is_a_backchannel_unit():
-    record = toy_record(ENDS[:2], [(1040.0, UnitDecided(0, True, "r1", None, "backchannel")),
-                                   (1041.0, TextDelta("r1", " right", False)), (2040.0, UnitDecided(1, False))])
+    record = toy_record(ENDS[:2], [(1040.0, speak(0, "r1", "backchannel")), (1041.0, said("r1", " right")),
+                                   (2040.0, listen(1))])
     units = measure_units(record, per_unit=True)
     assert [u.kind for u in units] == ["backchannel", "listen"] and units[0].text == " right"

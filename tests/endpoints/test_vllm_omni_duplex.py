@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from ticktock.endpoints.vllm_omni_duplex import VllmOmniDuplex
-from ticktock.serve import protocol as wire
+from ticktock import wire
 
 
 def test_the_url_asks_for_the_duplex_contract_unless_it_already_says():

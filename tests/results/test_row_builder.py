@@ -17,10 +17,12 @@ from ticktock.replay.engine import ReplayEngine
 from ticktock.replay.resources import resource_path
 from ticktock.replay.speech_out import SpeechOut
 from ticktock.results import rows, schema
-from ticktock.serve.client_events import AudioDelta, CallMade, ReplyDone, ReplyStarted, TextDelta, UnitDecided
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 from ticktock.talkers.base import Talker
+from ticktock.wire import ResponseCreated, ResponseDone
+
+from live_events import audio, called, listen, said, speak
 
 LABELS = {"run_id": "r", "model": "m", "decoder": "d", "clock": "c"}
 ENDS = [(1000.0 * (t + 1), t) for t in range(4)]
@@ -73,10 +75,6 @@ def live(events: list, per_unit: bool, turn_ends_ms: tuple[float, ...] = ()) -> 
     return chunks, measure.session_row(record, units, session, LABELS, chunks, per_unit, 2, 1, 5.0, 100.0)
 
 
-def audio(response_id: str, seconds: float) -> AudioDelta:
-    return AudioDelta(response_id, int(24_000 * seconds), 24_000, "0" * 64)
-
-
 def test_the_declared_unknowns_are_columns_of_the_schema():
     for declared in (rows.REPLAY_UNKNOWN, rows.LIVE_UNKNOWN, rows.TURN_BASED_UNKNOWN):
         assert set(declared["chunks"]) <= set(schema.CHUNKS.names)
@@ -91,18 +89,18 @@ def test_a_replayed_run_fills_every_column_but_the_ones_a_replay_cannot_know(rep
 
 def test_a_live_per_unit_run_fills_every_column_but_the_ones_a_live_client_cannot_see():
     chunks, session = live([
-        (1040.0, UnitDecided(0, False)), (2030.0, CallMade("r1", "c1", "track_order", '{"id": 1}')),
-        (2080.0, UnitDecided(1, True, "r1")), (2090.0, TextDelta("r1", "Hello", False)), (2100.0, audio("r1", 0.5)),
-        (3040.0, UnitDecided(2, True, "r1")), (3041.0, TextDelta("r1", " there", False)), (3300.0, audio("r1", 0.5)),
-        (4030.0, ReplyDone("r1", "completed")), (4031.0, UnitDecided(3, False))], per_unit=True)
+        (1040.0, listen(0)), (2030.0, called("r1", "c1", "track_order", '{"id": 1}')),
+        (2080.0, speak(1, "r1")), (2090.0, said("r1", "Hello")), (2100.0, audio("r1", 0.5)),
+        (3040.0, speak(2, "r1")), (3041.0, said("r1", " there")), (3300.0, audio("r1", 0.5)),
+        (4030.0, ResponseDone("r1", "completed")), (4031.0, listen(3))], per_unit=True)
     assert [c["kind"] for c in chunks] == ["listen", "tool", "speak", "listen"]
     check_kind(chunks, session, expected_null(rows.LIVE_UNKNOWN, STAMPED_BY_THE_RUN))
 
 
 def test_a_live_turn_based_run_leaves_the_lags_null_too():
     chunks, session = live([
-        (1500.0, ReplyStarted("r1")), (2400.0, TextDelta("r1", "Hi", True)), (2450.0, audio("r1", 0.4)),
-        (2460.0, CallMade("r1", "c2", "track_order", "{}")), (2900.0, ReplyDone("r1", "completed")),
+        (1500.0, ResponseCreated("r1")), (2400.0, said("r1", "Hi", transcript=True)), (2450.0, audio("r1", 0.4)),
+        (2460.0, called("r1", "c2", "track_order", "{}")), (2900.0, ResponseDone("r1", "completed")),
         (3100.0, audio("r2", 0.4))], per_unit=False, turn_ends_ms=(1700.0,))
     assert [c["kind"] for c in chunks] == ["listen", "tool", "speak", "listen"]
     check_kind(chunks, session, expected_null(rows.LIVE_UNKNOWN, rows.TURN_BASED_UNKNOWN, STAMPED_BY_THE_RUN))

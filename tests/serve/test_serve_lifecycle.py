@@ -27,7 +27,7 @@ import aiohttp
 import numpy as np
 import pytest
 
-from ticktock.serve.protocol import ECHO_CHARS
+from ticktock.wire import ECHO_CHARS, AudioDelta
 
 from served import serving
 
@@ -286,7 +286,7 @@ def test_the_events_waiting_for_a_client_are_bounded_in_bytes_not_in_count():
                                 max_queue_bytes=QUEUE_BYTES)
         peak = 0
         for _ in range(100):  # nothing sends: the client reads nothing; 100 events of 10 kB
-            connection.send_soon({"type": "response.output_audio.delta", "delta": "A" * 10_000})
+            connection.send_soon(AudioDelta("resp_1", "item_1", "A" * 10_000))
             peak = max(peak, connection.queued_bytes)
         return connection, peak
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ticktock.serve import protocol as p
+from ticktock import wire as p
 from ticktock.sessions.audio import SAMPLE_RATE
 
 from vllm_client import duplex_module, loopback
@@ -30,9 +30,9 @@ def duplex():
     return duplex_module()
 
 
-def wire(event: dict) -> dict:
+def wire(event: p.WireEvent | dict) -> dict:
     """The event as it crosses the socket: one JSON text frame, read back."""
-    return json.loads(json.dumps(event))
+    return json.loads(json.dumps(event if isinstance(event, dict) else event.to_json()))
 
 
 def tone(seconds: float, rate: int, hz: float = 220.0) -> np.ndarray:
@@ -52,27 +52,27 @@ def test_each_server_event_is_the_typed_event_the_real_client_expects(duplex):
     speech = tone(0.1, TALKER_RATE)
     report = p.UnitReport(unit=3, post_audio_ms=12.5, draft_accepted=True, deadline_miss=False)
     cases = [
-        (p.session_created(p.session_object(SESSION_ID, p.SessionSettings(model="m"))), duplex.SessionCreated),
-        (p.session_updated(p.session_object(SESSION_ID, p.SessionSettings())), duplex.SessionUpdated),
-        (p.response_listen(report), duplex.ListenDecision),
-        (p.response_speak("resp_1", "item_1", report), duplex.SpeakDecision),
-        (p.response_created("resp_1"), duplex.ResponseCreated),
-        (p.text_delta("resp_1", "item_1", "Hello"), duplex.TextDelta),
-        (p.transcript_delta("resp_1", "item_1", "Hello"), duplex.TranscriptDelta),
-        (p.audio_delta("resp_1", "item_1", speech, TALKER_RATE), duplex.AudioDelta),
-        (p.response_done("resp_1"), duplex.ResponseDone),
-        (p.error_event("bad_audio", "input_audio_buffer.append: 'audio' is not base64", "evt_9"), duplex.ErrorEvent),
-        (p.session_closed(SESSION_ID, "client_close"), duplex.SessionClosed),
+        (p.SessionCreated(p.session_object(SESSION_ID, p.SessionSettings(model="m"))), duplex.SessionCreated),
+        (p.SessionUpdated(p.session_object(SESSION_ID, p.SessionSettings())), duplex.SessionUpdated),
+        (p.ResponseListen(report), duplex.ListenDecision),
+        (p.ResponseSpeak("resp_1", "item_1", report), duplex.SpeakDecision),
+        (p.ResponseCreated("resp_1"), duplex.ResponseCreated),
+        (p.TextDelta("resp_1", "item_1", "Hello"), duplex.TextDelta),
+        (p.TranscriptDelta("resp_1", "item_1", "Hello"), duplex.TranscriptDelta),
+        (p.AudioDelta.of_samples("resp_1", "item_1", speech, TALKER_RATE), duplex.AudioDelta),
+        (p.ResponseDone("resp_1"), duplex.ResponseDone),
+        (p.ErrorEvent("bad_audio", "input_audio_buffer.append: 'audio' is not base64", "evt_9"), duplex.ErrorEvent),
+        (p.SessionClosed(SESSION_ID, "client_close"), duplex.SessionClosed),
     ]
     for event, expected in cases:
         typed = duplex.wrap_event(wire(event))
-        assert type(typed) is expected, event["type"]
-        assert typed.event_id == event["event_id"]
+        assert type(typed) is expected, event.type
+        assert typed.event_id == event.event_id
     assert duplex.wrap_event(wire(cases[0][0])).session["session_id"] == SESSION_ID
     for index in (3, 4, 5, 6, 7, 8):
         assert duplex.wrap_event(wire(cases[index][0])).response_id == "resp_1"
     assert duplex.wrap_event(wire(cases[2][0])).response_id is None  # a standalone listen beat
-    assert duplex.wrap_event(wire(p.response_listen(report, "resp_1"))).response_id == "resp_1"
+    assert duplex.wrap_event(wire(p.ResponseListen(report, "resp_1"))).response_id == "resp_1"
     assert duplex.wrap_event(wire(cases[5][0])).text == "Hello"
     assert duplex.wrap_event(wire(cases[6][0])).text == "Hello"
     audio = duplex.wrap_event(wire(cases[7][0]))
@@ -80,7 +80,7 @@ def test_each_server_event_is_the_typed_event_the_real_client_expects(duplex):
     error = duplex.wrap_event(wire(cases[9][0]))
     assert (error.code, error.message, error.related_event_id) == (
         "bad_audio", "input_audio_buffer.append: 'audio' is not base64", "evt_9")
-    heartbeat = duplex.wrap_event(wire(p.heartbeat_ack(SESSION_ID)))  # vLLM-Omni's answer, untyped by its client
+    heartbeat = duplex.wrap_event(wire(p.HeartbeatAck(SESSION_ID)))  # vLLM-Omni's answer, untyped by its client
     assert heartbeat.type == "session.heartbeat_ack" and heartbeat.session_id == SESSION_ID
     assert wire(cases[3][0])["ticktock"] == {"unit": 3, "post_audio_ms": 12.5, "draft_accepted": True,
                                             "deadline_miss": False}
@@ -88,10 +88,10 @@ def test_each_server_event_is_the_typed_event_the_real_client_expects(duplex):
 
 def test_function_call_events_follow_the_ga_vocabulary(duplex):
     call = p.FunctionCall("item_call", "call_1", "get_weather", '{"city": "Paris"}')
-    added = wire(p.output_item_added("resp_2", call))
-    delta = wire(p.function_call_arguments_delta("resp_2", call, '{"city": '))
-    done = wire(p.function_call_arguments_done("resp_2", call))
-    item_done = wire(p.output_item_done("resp_2", call))
+    added = wire(p.OutputItemAdded.of_call("resp_2", call))
+    delta = wire(p.FunctionCallArgumentsDelta("resp_2", call.item_id, call.call_id, '{"city": '))
+    done = wire(p.FunctionCallArgumentsDone.of_call("resp_2", call))
+    item_done = wire(p.OutputItemDone.of_call("resp_2", call))
     assert added["item"]["type"] == "function_call" and added["item"]["arguments"] == ""
     assert (delta["call_id"], delta["item_id"], delta["delta"]) == ("call_1", "item_call", '{"city": ')
     assert (done["name"], done["arguments"]) == ("get_weather", '{"city": "Paris"}')
@@ -116,11 +116,11 @@ class FakeServer:
         self.events.append(event)
         if isinstance(event, p.SessionUpdate):
             self.settings = self.settings.updated(event)
-            return [p.session_created(p.session_object(SESSION_ID, self.settings))]
+            return [p.SessionCreated(p.session_object(SESSION_ID, self.settings)).to_json()]
         if isinstance(event, p.Heartbeat):
-            return [p.heartbeat_ack(SESSION_ID)]
+            return [p.HeartbeatAck(SESSION_ID).to_json()]
         if isinstance(event, p.SessionClose):
-            return [p.session_closed(SESSION_ID, event.reason)]
+            return [p.SessionClosed(SESSION_ID, event.reason).to_json()]
         return []
 
     def of(self, kind: type) -> list:
@@ -135,22 +135,23 @@ class FakeServer:
 def speak_unit(unit: int, response_id: str, speech: np.ndarray, words: list[str]) -> list[dict]:
     """One spoken unit's events, in the order the server sends them."""
     item = f"item_{unit}"
-    events = [p.response_created(response_id), p.response_speak(response_id, item, p.UnitReport(unit=unit))]
-    events += [p.text_delta(response_id, item, word) for word in words]
-    events += [p.transcript_delta(response_id, item, word) for word in words]
-    events += [p.audio_delta(response_id, item, half, TALKER_RATE) for half in np.array_split(speech, 2)]
-    return events + [p.response_done(response_id)]
+    events = [p.ResponseCreated(response_id), p.ResponseSpeak(response_id, item, p.UnitReport(unit=unit))]
+    events += [p.TextDelta(response_id, item, word) for word in words]
+    events += [p.TranscriptDelta(response_id, item, word) for word in words]
+    events += [p.AudioDelta.of_samples(response_id, item, half, TALKER_RATE) for half in np.array_split(speech, 2)]
+    return [wire(event) for event in [*events, p.ResponseDone(response_id)]]
 
 
 def one_response_over_two_units(speech: np.ndarray) -> list[dict]:
     """A spoken turn over units 1 and 2, ended by unit 3's listen that carries its response id."""
     first, second = np.array_split(speech, 2)
-    events = [p.response_created("resp_1")]
+    events = [p.ResponseCreated("resp_1")]
     for unit, words, half in ((1, ["Hel"], first), (2, ["lo"], second)):
         item = f"item_{unit}"
-        events += [p.response_speak("resp_1", item, p.UnitReport(unit=unit)), p.text_delta("resp_1", item, words[0]),
-                   p.transcript_delta("resp_1", item, words[0]), p.audio_delta("resp_1", item, half, TALKER_RATE)]
-    return events + [p.response_listen(p.UnitReport(unit=3), "resp_1")]
+        events += [p.ResponseSpeak("resp_1", item, p.UnitReport(unit=unit)), p.TextDelta("resp_1", item, words[0]),
+                   p.TranscriptDelta("resp_1", item, words[0]),
+                   p.AudioDelta.of_samples("resp_1", item, half, TALKER_RATE)]
+    return [wire(event) for event in [*events, p.ResponseListen(p.UnitReport(unit=3), "resp_1")]]
 
 
 SPOKEN = {
@@ -176,10 +177,10 @@ async def hold_session(duplex, server: FakeServer, config, pcm: bytes,
         assert client.session_id == SESSION_ID
         await client.stream_pcm(pcm, realtime=False)
         await client.commit()
-        transport.push(p.response_listen(p.UnitReport(unit=0, post_audio_ms=3.0)))
+        transport.push(p.ResponseListen(p.UnitReport(unit=0, post_audio_ms=3.0)).to_json())
         for seq, event in enumerate(spoken(tone(0.5, TALKER_RATE)), start=1):
             transport.push({**event, "server_event_seq": seq})  # the client acks a stamped event
-        transport.push(p.response_listen(p.UnitReport(unit=4)))
+        transport.push(p.ResponseListen(p.UnitReport(unit=4)).to_json())
         async for handle in client.responses():
             chunks = [chunk async for chunk in handle.audio()]
             if chunks:
@@ -220,7 +221,7 @@ def test_a_whole_session_through_the_real_client(duplex, spoken):
     assert server.of(p.ResponseCancel)[0].response_id == "resp_1"
     update = server.of(p.SessionUpdate)[0]
     assert update.model == "ticktock-embedded" and update.input_rate_hz == SAMPLE_RATE
-    assert update.output_rate_hz == TALKER_RATE and update.raw["extra_body"] == {"auto_response": True}
+    assert update.output_rate_hz == TALKER_RATE and update.session["extra_body"] == {"auto_response": True}
 
 
 @pytest.mark.parametrize("encoding, rate", [("pcm16", 24_000), ("pcm_f32le", 16_000), ("pcm_f32le", 48_000)])
@@ -285,7 +286,7 @@ def test_the_openai_sdk_s_client_events_parse(realtime):
                                                                  output='{"temperature_c": 21}')
     answer = p.parse_client_event(sdk_frame(realtime.ConversationItemCreateEvent(type="conversation.item.create",
                                                                                  item=output)))
-    assert answer == p.FunctionCallOutput(None, "call_1", '{"temperature_c": 21}')
+    assert answer == p.FunctionCallOutput("call_1", '{"temperature_c": 21}', event_id=None)
     others = [
         (realtime.InputAudioBufferCommitEvent(type="input_audio_buffer.commit"), p.AudioCommit),
         (realtime.InputAudioBufferClearEvent(type="input_audio_buffer.clear"), p.AudioClear),
@@ -300,18 +301,20 @@ def test_our_server_events_validate_against_the_sdk_s_models(realtime):
     call = p.FunctionCall("item_call", "call_1", "get_weather", '{"city": "Paris"}')
     settings = p.SessionSettings(model="ticktock-embedded", output_rate_hz=TALKER_RATE, instructions="Be brief.")
     cases = [
-        (p.session_created(p.session_object(SESSION_ID, settings)), realtime.SessionCreatedEvent),
-        (p.session_updated(p.session_object(SESSION_ID, p.SessionSettings())), realtime.SessionUpdatedEvent),
-        (p.response_created("resp_1"), realtime.ResponseCreatedEvent),
-        (p.text_delta("resp_1", "item_1", "Hi"), realtime.ResponseTextDeltaEvent),
-        (p.transcript_delta("resp_1", "item_1", "Hi"), realtime.ResponseAudioTranscriptDeltaEvent),
-        (p.audio_delta("resp_1", "item_1", tone(0.05, TALKER_RATE), TALKER_RATE), realtime.ResponseAudioDeltaEvent),
-        (p.output_item_added("resp_1", call), realtime.ResponseOutputItemAddedEvent),
-        (p.function_call_arguments_delta("resp_1", call, "{"), realtime.ResponseFunctionCallArgumentsDeltaEvent),
-        (p.function_call_arguments_done("resp_1", call), realtime.ResponseFunctionCallArgumentsDoneEvent),
-        (p.output_item_done("resp_1", call), realtime.ResponseOutputItemDoneEvent),
-        (p.response_done("resp_1", output=(call.item("completed"),)), realtime.ResponseDoneEvent),
-        (p.error_event("unknown_event", "unknown event type 'dance'", "evt_2"), realtime.RealtimeErrorEvent),
+        (p.SessionCreated(p.session_object(SESSION_ID, settings)), realtime.SessionCreatedEvent),
+        (p.SessionUpdated(p.session_object(SESSION_ID, p.SessionSettings())), realtime.SessionUpdatedEvent),
+        (p.ResponseCreated("resp_1"), realtime.ResponseCreatedEvent),
+        (p.TextDelta("resp_1", "item_1", "Hi"), realtime.ResponseTextDeltaEvent),
+        (p.TranscriptDelta("resp_1", "item_1", "Hi"), realtime.ResponseAudioTranscriptDeltaEvent),
+        (p.AudioDelta.of_samples("resp_1", "item_1", tone(0.05, TALKER_RATE), TALKER_RATE),
+         realtime.ResponseAudioDeltaEvent),
+        (p.OutputItemAdded.of_call("resp_1", call), realtime.ResponseOutputItemAddedEvent),
+        (p.FunctionCallArgumentsDelta("resp_1", call.item_id, call.call_id, "{"),
+         realtime.ResponseFunctionCallArgumentsDeltaEvent),
+        (p.FunctionCallArgumentsDone.of_call("resp_1", call), realtime.ResponseFunctionCallArgumentsDoneEvent),
+        (p.OutputItemDone.of_call("resp_1", call), realtime.ResponseOutputItemDoneEvent),
+        (p.ResponseDone("resp_1", output=(call.item("completed"),)), realtime.ResponseDoneEvent),
+        (p.ErrorEvent("unknown_event", "unknown event type 'dance'", "evt_2"), realtime.RealtimeErrorEvent),
     ]
     for event, model in cases:
         model.model_validate(wire(event))
@@ -410,14 +413,15 @@ def test_bad_input_is_a_protocol_error_with_a_code_and_a_one_line_message(case):
     err = caught.value
     assert err.code == code and err.code in p.ERROR_TYPES
     assert mentions in str(err) and "\n" not in str(err) and len(str(err)) < 200
-    assert wire(p.error_event(err.code, str(err), err.event_id))["error"]["code"] == code
+    assert wire(p.ErrorEvent(err.code, str(err), err.event_id).to_json())["error"]["code"] == code
 
 
 def test_an_error_names_the_client_event_it_answers():
     with pytest.raises(p.ProtocolError) as caught:
         decoded(append("not base64 at all!"))
     assert caught.value.event_id == "evt_bad"
-    assert p.error_event(caught.value.code, str(caught.value), caught.value.event_id)["error"]["event_id"] == "evt_bad"
+    answer = p.ErrorEvent(caught.value.code, str(caught.value), caught.value.event_id).to_json()
+    assert answer["error"]["event_id"] == "evt_bad"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -476,7 +480,7 @@ def test_any_frame_is_an_event_or_a_protocol_error(frame):
         event = p.parse_client_event(frame)
         if isinstance(event, p.SessionUpdate):
             settings_now = p.SessionSettings().updated(event)
-            json.dumps(p.session_created(p.session_object(SESSION_ID, settings_now)))
+            json.dumps(p.SessionCreated(p.session_object(SESSION_ID, settings_now)).to_json())
             p.decode_audio("AAAA", settings_now.input_audio)
         if isinstance(event, p.AudioAppend):
             samples = p.decode_audio(event.audio, event.audio_format(p.DEFAULT_INPUT_FORMAT), event.event_id)

@@ -24,7 +24,7 @@ Example::
 
     record = asyncio.run(hold_session(endpoint, VllmOmniDuplex(), session, samples, units=8, tools=executor))
     record.failure, len(record.frames), [type(s.event).__name__ for s in record.events][:3]
-    # (None, 80, ['SessionStarted', 'Other', 'UnitDecided'])
+    # (None, 80, ['SessionCreated', 'SessionUpdated', 'ResponseListen'])
 """
 
 from __future__ import annotations
@@ -39,10 +39,9 @@ import numpy as np
 
 from ticktock.endpoints.endpoint import Endpoint, EndpointError, redacted
 from ticktock.endpoints.protocol import EndpointProtocol
-from ticktock.serve.client_events import (AudioDelta, CallMade, ReplyDone, ReplyStarted, ServerError, ServerEvent,
-                                          SessionEnded, SessionStarted, UnitDecided, parse_server_event)
-from ticktock.serve.protocol import ProtocolError
 from ticktock.sessions.audio import SAMPLE_RATE
+from ticktock.wire import (AudioDelta, ErrorEvent, FunctionCallArgumentsDone, ProtocolError, ResponseCreated,
+                           ResponseDone, ServerEvent, SessionClosed, SessionCreated, UnitDecision, parse_server_event)
 
 UNIT_MS = 1000
 POLL_S = 0.25  # the receiver looks at its deadlines at least this often
@@ -101,7 +100,7 @@ class LiveRecord:
     events: list[Stamped] = field(default_factory=list)
     calls: list[AnsweredCall] = field(default_factory=list)
     turn_ends_ms: list[float] = field(default_factory=list)
-    info: SessionStarted | None = None
+    info: SessionCreated | None = None
     failure: str | None = None
     failed_at_unit: int | None = None
     decided: int = 0
@@ -346,7 +345,7 @@ class LiveSession:
             except ProtocolError:
                 continue  # the session is measured: a bad frame while closing changes nothing
             self.record.events.append(Stamped(self.now_ms(), event))
-            if isinstance(event, SessionEnded):
+            if isinstance(event, SessionClosed):
                 self.record.ended_by = "session.closed"
                 return
         self.record.ended_by = f"no session.closed within model.close_timeout_s={self.endpoint.close_timeout_s:g} s"
@@ -367,26 +366,26 @@ class LiveSession:
 
     async def handle(self, event: ServerEvent, at_ms: float) -> None:
         """React to one event."""
-        if isinstance(event, ServerError):
+        if isinstance(event, ErrorEvent):
             raise SessionFault(f"server error {event.code or ''}: {event.message}".replace("  ", " "))
-        if isinstance(event, SessionStarted) and self.record.info is None:
+        if isinstance(event, SessionCreated) and self.record.info is None:
             self.record.info = event
-        elif isinstance(event, UnitDecided):
+        elif isinstance(event, UnitDecision):
             self.check_decision(event)
             self.last_decided_at = time.monotonic()
-        elif isinstance(event, ReplyStarted):
+        elif isinstance(event, ResponseCreated):
             self.open_reply = event.response_id or "reply"
             self.reply_began = self.last_output_at = time.monotonic()
-        elif isinstance(event, ReplyDone):
+        elif isinstance(event, ResponseDone):
             self.open_reply = None
             self.last_output_at = time.monotonic()
         elif isinstance(event, AudioDelta):
             self.player.add(at_ms, event.audio_s, event.response_id)
             self.last_output_at = time.monotonic()
-        elif isinstance(event, CallMade):
+        elif isinstance(event, FunctionCallArgumentsDone):
             self.last_output_at = time.monotonic()
             await self.answer(event, at_ms)
-        elif isinstance(event, SessionEnded):
+        elif isinstance(event, SessionClosed):
             if not self.measured():
                 raise SessionFault(f"the server ended the session ({event.reason or 'no reason given'}) after "
                                    f"{self.next_unit} of {self.record.units} units were decided")
@@ -400,12 +399,12 @@ class LiveSession:
             return self.next_unit
         if self.measured() and self.record.failure is None:
             return self.record.units
-        done = [stamped.at_ms for stamped in self.record.events if isinstance(stamped.event, ReplyDone)]
+        done = [stamped.at_ms for stamped in self.record.events if isinstance(stamped.event, ResponseDone)]
         if not done:
             return 0
         return sum(1 for frame in self.record.frames if frame.completes_unit is not None and frame.sent_ms <= done[-1])
 
-    def check_decision(self, event: UnitDecided) -> None:
+    def check_decision(self, event: UnitDecision) -> None:
         unit = self.next_unit if event.unit is None else event.unit
         what = "listen" if not event.speak else "speak"
         if unit < self.next_unit:
@@ -418,7 +417,7 @@ class LiveSession:
             raise SessionFault(f"response.{what} for unit {unit}, whose audio was not all sent yet")
         self.next_unit = unit + 1
 
-    async def answer(self, event: CallMade, at_ms: float) -> None:
+    async def answer(self, event: FunctionCallArgumentsDone, at_ms: float) -> None:
         from ticktock.replay.injection import INVALID_CALL_RESPONSE, parse_tool_call
 
         try:
@@ -538,9 +537,9 @@ async def opening(live: LiveSession, session) -> None:
             event = parse_server_event(message.data)
         except ProtocolError as err:
             raise EndpointError(f"endpoint {url}: its first events cannot be read: {err}") from None
-        if isinstance(event, ServerError):
+        if isinstance(event, ErrorEvent):
             raise EndpointError(f"endpoint {url}: the server refused the session: {event.code}: {event.message}")
-        if isinstance(event, SessionStarted):
+        if isinstance(event, SessionCreated):
             live.record.info = event
 
 

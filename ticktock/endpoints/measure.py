@@ -30,10 +30,10 @@ its deltas. First audio: from the end of the reply's first unit (turn-based: fro
 
 Example (a duplex session of 3 units: the server listens, then answers unit 1 in 1300 ms and unit 2 on time)::
 
-    >>> from ticktock.serve.client_events import UnitDecided, TextDelta
-    >>> record = toy_record([(1000.0, 0), (2000.0, 1), (3000.0, 2)],
-    ...                     [(1040.0, UnitDecided(0, False)), (3300.0, UnitDecided(1, True, "r1")),
-    ...                      (3310.0, TextDelta("r1", "Hi", False)), (3350.0, UnitDecided(2, False))])
+    >>> from ticktock.wire import ResponseListen, ResponseSpeak, TextDelta, UnitReport
+    >>> record = toy_record([(1000.0, 0), (2000.0, 1), (3000.0, 2)], [
+    ...     (1040.0, ResponseListen(UnitReport(0))), (3300.0, ResponseSpeak("r1", "i1", UnitReport(1))),
+    ...     (3310.0, TextDelta("r1", "i1", "Hi")), (3350.0, ResponseListen(UnitReport(2)))])
     >>> units = measure_units(record, per_unit=True)
     >>> [(u.kind, u.response_ms, u.post_audio_ms, u.lag_ms, u.missed) for u in units]
     [('listen', 40.0, 40.0, 0.0, False), ('speak', 1300.0, 1300.0, 300.0, True), ('listen', 350.0, 50.0, 0.0, False)]
@@ -51,7 +51,7 @@ from ticktock.replay.timeline import advance
 from ticktock.results.playback import Piece, place
 from ticktock.results.rows import (ChunkFacts, ChunkPlayback, ChunkSpeech, ChunkTimes, SessionFacts, Sharing,
                                    build_chunk_row, build_session_row, onset_flags)
-from ticktock.serve.client_events import AudioDelta, CallMade, ReplyDone, TextDelta, UnitDecided
+from ticktock.wire import AudioDelta, FunctionCallArgumentsDone, ResponseDone, TextDelta, UnitDecision
 
 UNIT_MS = 1000.0
 
@@ -115,10 +115,10 @@ def _attribute_decided(record: LiveRecord, units: list[UnitMeasure]) -> None:
     """Per-unit protocols: decisions give each unit its time and kind; outputs go to the last decided unit; calls to
     the next decision."""
     current: UnitMeasure | None = None
-    pending_calls: list[tuple[float, CallMade]] = []
+    pending_calls: list[tuple[float, FunctionCallArgumentsDone]] = []
     for stamped in record.events:
         event, at_ms = stamped.event, stamped.at_ms
-        if isinstance(event, UnitDecided):
+        if isinstance(event, UnitDecision):
             index = units.index(current) + 1 if current is not None else 0
             index = event.unit if event.unit is not None else index
             if index >= len(units):
@@ -134,7 +134,7 @@ def _attribute_decided(record: LiveRecord, units: list[UnitMeasure]) -> None:
                 current.call_ids = [call.call_id for _, call in pending_calls]
                 current.call_ms = pending_calls[0][0]
                 pending_calls = []
-        elif isinstance(event, CallMade):
+        elif isinstance(event, FunctionCallArgumentsDone):
             pending_calls.append((at_ms, event))
         elif current is not None:
             _add_output(current, event, at_ms)
@@ -148,7 +148,7 @@ def _attribute_by_time(record: LiveRecord, units: list[UnitMeasure]) -> None:
         if index is None:
             continue
         unit = units[index]
-        if isinstance(event, CallMade):
+        if isinstance(event, FunctionCallArgumentsDone):
             unit.kind = "tool"
             unit.calls.append(_call_json(event))
             unit.call_ids.append(event.call_id)
@@ -159,7 +159,7 @@ def _attribute_by_time(record: LiveRecord, units: list[UnitMeasure]) -> None:
                 unit.kind = "speak"
             unit.first_output_ms = unit.first_output_ms if unit.first_output_ms is not None else at_ms
             _add_output(unit, event, at_ms)
-        elif isinstance(event, ReplyDone) and unit.kind in ("speak", "tool"):
+        elif isinstance(event, ResponseDone) and unit.kind in ("speak", "tool"):
             unit.ends_turn = True
 
 
@@ -180,11 +180,11 @@ def _add_output(unit: UnitMeasure, event, at_ms: float) -> None:
             unit.text += event.text
     elif isinstance(event, AudioDelta):
         unit.audio.append((at_ms, event))
-    elif isinstance(event, ReplyDone):
+    elif isinstance(event, ResponseDone):
         unit.ends_turn = unit.kind in ("speak", "tool")
 
 
-def _call_json(call: CallMade) -> dict:
+def _call_json(call: FunctionCallArgumentsDone) -> dict:
     try:
         arguments = json.loads(call.arguments) if call.arguments else {}
     except json.JSONDecodeError:

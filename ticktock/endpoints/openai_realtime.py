@@ -15,7 +15,7 @@ once the input is done and the server has been quiet for ``model.quiet_s`` with 
 from __future__ import annotations
 
 from ticktock.endpoints.protocol import EndpointProtocol
-from ticktock.serve import client_events
+from ticktock.wire import AudioCommit, ResponseCreate
 
 
 class OpenAIRealtime(EndpointProtocol):
@@ -23,4 +23,4 @@ class OpenAIRealtime(EndpointProtocol):
     per_unit = False
 
     def turn_ended(self) -> list[dict]:
-        return [client_events.commit(), client_events.response_create()]
+        return [AudioCommit().to_json(), ResponseCreate().to_json()]

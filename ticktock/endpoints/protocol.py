@@ -3,9 +3,9 @@ reports a decision for every unit.
 
 A protocol is one module and one config (``configs/protocol/<name>.yaml``, selected with ``protocol=<name>``): a class
 with the methods below, each returning the client events (JSON objects) to send at that moment of a session. The
-client (``ticktock.endpoints.client``) calls them; the events the server sends back are read by one codec for every
-protocol (``ticktock.serve.client_events.parse_server_event``), since the OpenAI Realtime GA vocabulary is common to
-them.
+client (``ticktock.endpoints.client``) calls them; the events the server sends back are read by one parser for every
+protocol (``ticktock.wire.parse_server_event``), since the OpenAI Realtime GA vocabulary is common to them. The events
+are ``ticktock.wire``'s client-event classes, sent as their ``to_json()``.
 
 ``closing`` / ``awaits_closed``: how a session ends once everything is measured (``ticktock.endpoints.client``).
 
@@ -26,7 +26,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ticktock.serve import client_events
+from ticktock.wire import AudioAppend, FunctionCallOutput, SessionUpdate
 
 
 class EndpointProtocol:
@@ -42,11 +42,11 @@ class EndpointProtocol:
 
     def opening(self, instructions: str | None, tools: list[Mapping[str, object]]) -> list[dict]:
         """The events sent once connected: the session's settings (instructions, tools, PCM16 16 kHz input)."""
-        return [client_events.session_update(instructions, tools)]
+        return [SessionUpdate.declaring(instructions, tools).to_json()]
 
     def frame(self, samples: np.ndarray) -> list[dict]:
         """The events carrying one frame of audio (16 kHz mono float32)."""
-        return [client_events.append(samples)]
+        return [AudioAppend.of_samples(samples).to_json()]
 
     def turn_ended(self) -> list[dict]:
         """The events sent when the user's turn ends (its last frame sent); none by default."""
@@ -67,7 +67,7 @@ class EndpointProtocol:
 
     def answer(self, call_id: str, output: str) -> list[dict]:
         """The answer to the server's function call ``call_id``."""
-        return [client_events.function_call_output(call_id, output)]
+        return [FunctionCallOutput(call_id, output).to_json()]
 
     def played(self, played_ms: float, response_id: str | None) -> list[dict]:
         """The events telling how much of the assistant's speech the client has played; none by default."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ticktock.endpoints.protocol import EndpointProtocol
-from ticktock.serve import client_events
+from ticktock.wire import PlaybackAck, SessionClose
 
 
 class VllmOmniDuplex(EndpointProtocol):
@@ -46,7 +46,7 @@ class VllmOmniDuplex(EndpointProtocol):
     awaits_closed = True
 
     def closing(self) -> list[dict]:
-        return [client_events.session_close()]
+        return [SessionClose().to_json()]
 
     def played(self, played_ms: float, response_id: str | None) -> list[dict]:
-        return [client_events.playback_ack(played_ms, response_id)]
+        return [PlaybackAck(round(played_ms, 1), response_id=response_id).to_json()]

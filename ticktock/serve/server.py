@@ -3,14 +3,14 @@
 Built on aiohttp (a well-kept asyncio HTTP and WebSocket server in one package, with no ASGI server to add; its
 WebSocket handler reads and writes frames in one coroutine per connection, which is all a duplex session needs).
 
-One connection is one session (``ticktock.serve.session.ServedSession``): the handler parses each client frame with
-the wire codec (``ticktock.serve.protocol``), appends input audio to the session's ``LiveAudio``, and sends what the
-session's engine thread reports, in order, through a queue bounded in bytes (``serve.max_queue_bytes``): a client
-that stops reading is closed (1008, with a reason) instead of growing the server's memory. Every bad client event is
-answered with an ``error`` event (code and message; a client's own values are echoed ``clipped``) and the session
-goes on; a bad token and a session over ``serve.max_sessions`` are refused with an ``error`` event and a 1008 close.
-Sessions share one model (``ServedModel``): their device work runs one piece at a time in the order it asked
-(``ticktock.serve.live.DeviceQueue``).
+One connection is one session (``ticktock.serve.session.ServedSession``): the handler parses each client frame into
+its typed event (``ticktock.wire.parse_client_event``), appends input audio to the session's ``LiveAudio``, and sends
+what the session's engine thread reports, in order, through a queue bounded in bytes (``serve.max_queue_bytes``): a
+client that stops reading is closed (1008, with a reason) instead of growing the server's memory. Every bad client
+event is answered with an ``error`` event (code and message; a client's own values are echoed ``clipped``) and the
+session goes on; a bad token and a session over ``serve.max_sessions`` are refused with an ``error`` event and a
+1008 close. Sessions share one model (``ServedModel``): their device work runs one piece at a time in the order it
+asked (``ticktock.serve.live.DeviceQueue``).
 
 A session's lifecycle, as vLLM-Omni's duplex server holds it:
 
@@ -49,11 +49,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 from aiohttp import WSMsgType, web
 
+import ticktock.wire as wire
 from ticktock.errors import ConfigError
 from ticktock.replay.audio_source import AudioEnded
-from ticktock.serve import protocol
 from ticktock.serve.live import LiveAudio, LiveAudioFull
-from ticktock.serve.session import ServedModel, ServedSession, UnitReport
+from ticktock.serve.session import ServedModel, ServedSession, ServedUnit
 
 #: The page's files (``ticktock/serve/static/``) served at ``/static/{name}``, by name -> content type; nothing else.
 STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "capture-worklet.js": "text/javascript"}
@@ -182,7 +182,7 @@ class Connection:
         self.model_name = model_name
         self.decoder_name = decoder_name
         self.talker_name = talker_name
-        self.settings = protocol.SessionSettings(model=model_name)
+        self.settings = wire.SessionSettings(model=model_name)
         self.session: ServedSession | None = None
         self.outgoing: asyncio.Queue = asyncio.Queue()
         self.queued_bytes = 0
@@ -200,12 +200,12 @@ class Connection:
 
     # ------------------------------------------------------------------------------------ the outgoing queue
 
-    def send_soon(self, *events: dict) -> None:
+    def send_soon(self, *events: wire.WireEvent) -> None:
         """Queue events, from any thread (the session's engine thread reports here): on the server's loop at once, so
         a handler's events keep their order with its ``finish``; from another thread in the order it sent them."""
         self._soon(self._queue, events)
 
-    def finish_soon(self, *events: dict, code: int = 1000, reason: str = "session ended") -> None:
+    def finish_soon(self, *events: wire.WireEvent, code: int = 1000, reason: str = "session ended") -> None:
         """``finish`` from any thread."""
         self._soon(lambda: self.finish(*events, code=code, reason=reason))
 
@@ -222,7 +222,7 @@ class Connection:
         except RuntimeError:  # the server's loop has stopped: nobody is left to send to
             pass
 
-    def finish(self, *events: dict, code: int = 1000, reason: str = "session ended") -> None:
+    def finish(self, *events: wire.WireEvent, code: int = 1000, reason: str = "session ended") -> None:
         """Queue the connection's last events and the end marker (once: a later finish does nothing); the socket is
         then closed with ``code`` and ``reason``. On the server's loop."""
         if self.finished:
@@ -237,7 +237,7 @@ class Connection:
         for event in events:
             if self.finished:
                 return
-            text = json.dumps(event)
+            text = json.dumps(event.to_json())
             if self.queued_bytes + len(text) > self.max_queue_bytes:
                 self._not_reading()
                 return
@@ -271,60 +271,60 @@ class Connection:
         labels = {"mode": self.mode, "model": self.model_name, "decoder": self.decoder_name,
                   "talker": self.talker_name}
         served = replace(self.settings, model=self.model_name)
-        return {**protocol.session_object(self.session_id, served), "ticktock": labels}
+        return {**wire.session_object(self.session_id, served), "ticktock": labels}
 
     def announce(self) -> None:
         """``session.created`` (once): on connect in turn mode; in duplex mode in answer to the handshake, or before the
         first event of a client that skipped it (vLLM-Omni then opens the session with its defaults)."""
         if not self.created:
             self.created = True
-            self.send_soon(protocol.session_created(self.session_object()))
+            self.send_soon(wire.SessionCreated(self.session_object()))
 
     # ----------------------------------------------------------------------------------- the session's reports
 
-    def on_unit(self, report: UnitReport) -> None:
-        self.send_soon(*self.unit_events(report))
+    def on_unit(self, unit: ServedUnit) -> None:
+        self.send_soon(*self.unit_events(unit))
 
     def on_call(self, call_id: str, call: dict) -> None:
         """A tool call of the unit being decoded: its GA function-call events (the client runs it and answers)."""
         created = self._open_response()
-        item = protocol.FunctionCall(f"item_{uuid.uuid4().hex[:16]}", call_id, call["function"],
+        item = wire.FunctionCall(f"item_{uuid.uuid4().hex[:16]}", call_id, call["function"],
                                      json.dumps(call["args"]))
         rid = self.response_id
-        self.send_soon(*created, protocol.output_item_added(rid, item),
-                       protocol.function_call_arguments_delta(rid, item, item.arguments),
-                       protocol.function_call_arguments_done(rid, item), protocol.output_item_done(rid, item))
+        self.send_soon(*created, wire.OutputItemAdded.of_call(rid, item),
+                       wire.FunctionCallArgumentsDelta(rid, item.item_id, item.call_id, item.arguments),
+                       wire.FunctionCallArgumentsDone.of_call(rid, item), wire.OutputItemDone.of_call(rid, item))
 
     def on_end(self, error: BaseException | None) -> None:
         """The session's thread ended: the open response's ``response.done``, an ``engine_error`` if it failed, and
         ``session.closed`` (``ended``). Nothing, when the connection has already said its last word (a graceful
         close, an expiry, the server's shutdown: ``finish`` keeps the first)."""
-        events = [protocol.response_done(self.response_id)] if self.response_id else []
+        events: list[wire.WireEvent] = [wire.ResponseDone(self.response_id)] if self.response_id else []
         self.response_id = None
         reason = "ended"
         if error is not None:
             reason = "engine_error"
-            events.append(protocol.error_event("engine_error", "the session failed: " + protocol.clipped(
+            events.append(wire.ErrorEvent("engine_error", "the session failed: " + wire.clipped(
                 f"{type(error).__name__}: {' '.join(str(error).split())}")))
-        self.finish_soon(*events, protocol.session_closed(self.session_id, reason))
+        self.finish_soon(*events, wire.SessionClosed(self.session_id, reason))
 
-    def unit_events(self, report: UnitReport) -> list[dict]:
+    def unit_events(self, unit: ServedUnit) -> list[wire.WireEvent]:
         """The events of one unit: a listen decision (after ``response.done`` of the response being spoken, if any),
         or a speak decision with the unit's text and transcript in the response of its run of speak units (its audio
         follows once the talker has spoken it: ``on_speech``). In turn mode the same without the decision events
         (``response.listen`` / ``response.speak``): a listen unit only ends the response being spoken."""
-        measured = protocol.UnitReport(report.index, round(report.served_ms, 2), report.draft_accepted,
-                                       report.deadline_miss, "backchannel" if report.kind == "backchannel" else None)
-        if report.decision == "listen":  # ends the response being spoken: response.done (OpenAI's clients wait for it)
+        measured = wire.UnitReport(unit.index, round(unit.served_ms, 2), unit.draft_accepted, unit.deadline_miss,
+                                   "backchannel" if unit.kind == "backchannel" else None)
+        if unit.decision == "listen":  # ends the response being spoken: response.done (OpenAI's clients wait for it)
             ending, self.response_id = self.response_id, None
-            listen = [] if self.turns else [protocol.response_listen(measured)]
-            return [*([protocol.response_done(ending)] if ending else []), *listen]
+            listen = [] if self.turns else [wire.ResponseListen(measured)]
+            return [*([wire.ResponseDone(ending)] if ending else []), *listen]
         events = self._open_response()
         rid, item = self.response_id, self.item_id
         if not self.turns:
-            events.append(protocol.response_speak(rid, item, measured))
-        if report.spoken:
-            events += [protocol.text_delta(rid, item, report.spoken), protocol.transcript_delta(rid, item, report.spoken)]
+            events.append(wire.ResponseSpeak(rid, item, measured))
+        if unit.spoken:
+            events += [wire.TextDelta(rid, item, unit.spoken), wire.TranscriptDelta(rid, item, unit.spoken)]
         return events
 
     def on_speech(self, unit: int, samples, sample_rate: int) -> None:
@@ -332,15 +332,15 @@ class Connection:
         if self.response_id is None:
             return
         step = max(1, int(AUDIO_DELTA_S * sample_rate))
-        self.send_soon(*[protocol.audio_delta(self.response_id, self.item_id, samples[start: start + step], sample_rate)
-                         for start in range(0, len(samples), step)])
+        self.send_soon(*[wire.AudioDelta.of_samples(self.response_id, self.item_id, samples[start: start + step],
+                                                   sample_rate) for start in range(0, len(samples), step)])
 
-    def _open_response(self) -> list[dict]:
+    def _open_response(self) -> list[wire.WireEvent]:
         """``response.created`` when no response is open (and open one), else nothing."""
         if self.response_id is not None:
             return []
         self.response_id, self.item_id = f"resp_{uuid.uuid4().hex[:16]}", f"item_{uuid.uuid4().hex[:16]}"
-        return [protocol.response_created(self.response_id, self.settings.modalities)]
+        return [wire.ResponseCreated(self.response_id, wire.response_modalities(self.settings.modalities))]
 
 
 def session_tool(tool) -> dict:
@@ -408,7 +408,7 @@ class Server:
         self.sessions: set[ServedSession] = set()  # every session whose thread may still run
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=protocol.MAX_FRAME_BYTES)
+        app = web.Application(client_max_size=wire.MAX_FRAME_BYTES)
         app.router.add_get("/", self.page)
         app.router.add_get("/static/{name}", self.static)
         app.router.add_get("/health", self.health)
@@ -467,7 +467,7 @@ class Server:
         """Refuse a connection: its ``error`` event, then a 1008 close once the client has sent its first frame (or
         after ``serve.config_timeout_s``). A client that sends its ``session.update`` as soon as it is connected (the
         OpenAI SDK does) would otherwise find the socket closed under its first send, and never read the error."""
-        await ws.send_json(protocol.error_event(code, message))
+        await ws.send_json(wire.ErrorEvent(code, message).to_json())
         try:
             await ws.receive(timeout=self.options.config_timeout_s)
         except asyncio.TimeoutError:
@@ -523,10 +523,10 @@ class Server:
             message = await connection.ws.receive(timeout=timeout)
         except asyncio.TimeoutError:
             if handshake:
-                connection.finish(protocol.error_event("config_timeout", f"no session.update within {timeout:g} s of "
-                                                       "connecting (serve.config_timeout_s)"), reason="config_timeout")
+                connection.finish(wire.ErrorEvent("config_timeout", f"no session.update within {timeout:g} s of "
+                                                   "connecting (serve.config_timeout_s)"), reason="config_timeout")
             else:
-                connection.finish(protocol.session_expired(connection.session_id), reason="idle_ttl_expired")
+                connection.finish(wire.SessionExpired(connection.session_id), reason="idle_ttl_expired")
             return None
         return message if message.type in (WSMsgType.TEXT, WSMsgType.BINARY) else None
 
@@ -534,14 +534,14 @@ class Server:
         """One client frame: parsed and handled; a bad one answered with an ``error`` event. ``"close"`` when the
         connection ends here."""
         try:
-            event = protocol.parse_client_event(frame)
-            if not isinstance(event, protocol.SessionUpdate):
+            event = wire.parse_client_event(frame)
+            if not isinstance(event, wire.SessionUpdate):
                 connection.announce()  # a duplex client that skipped the handshake: its session opens with defaults
             return self.handlers[type(event)](self, connection, event)
-        except protocol.ProtocolError as err:
-            connection.send_soon(protocol.error_event(err.code, str(err), err.event_id))
+        except wire.ProtocolError as err:
+            connection.send_soon(wire.ErrorEvent(err.code, str(err), err.event_id))
         except Exception as err:  # a fault of ours: the client is told, the session and the server go on
-            connection.send_soon(protocol.error_event("internal_error", protocol.clipped(
+            connection.send_soon(wire.ErrorEvent("internal_error", wire.clipped(
                 f"{type(err).__name__}: {' '.join(str(err).split())}")))
         return None
 
@@ -585,7 +585,7 @@ class Server:
 
     # ------------------------------------------------------------------------ one handler per client event
 
-    def on_session_update(self, connection: Connection, event: protocol.SessionUpdate) -> None:
+    def on_session_update(self, connection: Connection, event: wire.SessionUpdate) -> None:
         """Fold the update into the session's settings, all or nothing. Once audio has started, the instructions,
         the tools and the input audio format are fixed (an ``invalid_request`` error for a format change: nothing
         changes). Answered ``session.created`` (the handshake, once) and ``session.updated``."""
@@ -593,11 +593,11 @@ class Server:
         settings = connection.settings.updated(event)
         if session.started:
             if event.instructions is not None or event.tools is not None:
-                raise protocol.ProtocolError("bad_event", "session.update: instructions and tools are fixed once audio "
-                                             "has started", event.event_id)
+                raise wire.ProtocolError("bad_event", "session.update: instructions and tools are fixed once audio "
+                                         "has started", event.event_id)
             before, after = connection.settings.input_audio, settings.input_audio
             if after != before:
-                raise protocol.ProtocolError(
+                raise wire.ProtocolError(
                     "invalid_request", f"session.update: the input audio format is fixed once audio has started (it "
                     f"is {before.encoding} at {before.sample_rate_hz} Hz, asked {after.encoding} at "
                     f"{after.sample_rate_hz} Hz); nothing was changed", event.event_id)
@@ -605,23 +605,23 @@ class Server:
             session.configure(settings.instructions, tuple(session_tool(t) for t in settings.tools))
         connection.settings = settings
         connection.announce()  # vLLM-Omni's client waits for session.created, OpenAI's for session.updated
-        connection.send_soon(protocol.session_updated(connection.session_object()))
+        connection.send_soon(wire.SessionUpdated(connection.session_object()))
 
-    def on_append(self, connection: Connection, event: protocol.AudioAppend) -> None:
-        samples = protocol.decode_audio(event.audio, event.audio_format(connection.settings.input_audio),
-                                        event.event_id)
+    def on_append(self, connection: Connection, event: wire.AudioAppend) -> None:
+        samples = wire.decode_audio(event.audio, event.audio_format(connection.settings.input_audio),
+                                    event.event_id)
         session = connection.session
         if not session.started:
             session.start()
         try:
             session.audio.append(samples)
         except LiveAudioFull as err:
-            raise protocol.ProtocolError("input_backpressure", str(err), event.event_id) from None
+            raise wire.ProtocolError("input_backpressure", str(err), event.event_id) from None
         except AudioEnded:
-            raise protocol.ProtocolError("session_closed", "the session's input has ended (session.close): no more "
-                                         "audio is taken", event.event_id) from None
+            raise wire.ProtocolError("session_closed", "the session's input has ended (session.close): no more "
+                                     "audio is taken", event.event_id) from None
 
-    def on_commit(self, connection: Connection, event: protocol.AudioCommit) -> None:
+    def on_commit(self, connection: Connection, event: wire.AudioCommit) -> None:
         """The end of a user turn, in either mode: answered ``input_audio_buffer.committed`` (a fresh user item,
         after the previous commit's), and the input goes on. In duplex mode the turn's partial unit is closed with
         silence (``close_partial_unit``), as vLLM-Omni's MiniCPM-o 4.5 input buffer closes a turn's residual audio, so
@@ -631,21 +631,20 @@ class Server:
             close_partial_unit(connection.session.audio)
         item_id, previous = f"item_{uuid.uuid4().hex[:16]}", connection.committed_item
         connection.committed_item = item_id
-        connection.send_soon(protocol.input_audio_buffer_committed(item_id, previous))
+        connection.send_soon(wire.InputAudioBufferCommitted(item_id, previous))
 
-    def on_function_call_output(self, connection: Connection, event: protocol.FunctionCallOutput) -> None:
+    def on_function_call_output(self, connection: Connection, event: wire.FunctionCallOutput) -> None:
         if not connection.session.tools.answer(event.call_id, event.output):
-            raise protocol.ProtocolError("invalid_function_call_output", f"no function call "
-                                         f"'{protocol.clipped(event.call_id)}' is waiting for its output",
-                                         event.event_id)
+            raise wire.ProtocolError("invalid_function_call_output", f"no function call "
+                                     f"'{wire.clipped(event.call_id)}' is waiting for its output", event.event_id)
 
-    def on_playback_ack(self, connection: Connection, event: protocol.PlaybackAck) -> None:
+    def on_playback_ack(self, connection: Connection, event: wire.PlaybackAck) -> None:
         connection.played_ms = max(connection.played_ms, float(event.played_ms))
 
-    def on_heartbeat(self, connection: Connection, event: protocol.Heartbeat) -> None:
-        connection.send_soon(protocol.heartbeat_ack(connection.session_id))
+    def on_heartbeat(self, connection: Connection, event: wire.Heartbeat) -> None:
+        connection.send_soon(wire.HeartbeatAck(connection.session_id))
 
-    def on_session_close(self, connection: Connection, event: protocol.SessionClose) -> str | None:
+    def on_session_close(self, connection: Connection, event: wire.SessionClose) -> str | None:
         """Duplex mode: a graceful close, as vLLM-Omni's: work is cancelled (nothing more is decided or reported),
         then ``session.closed`` with the client's reason (``client_close`` unless it gave one) and the socket closes.
         Turn mode: the end of the input (``end_input``); the session's remaining units are still decided and sent,
@@ -655,13 +654,13 @@ class Server:
             end_input(session.audio)
             if session.started:
                 return None  # (the session's thread ends after its last unit: on_end)
-            connection.finish(protocol.session_closed(connection.session_id, "ended"))
+            connection.finish(wire.SessionClosed(connection.session_id, "ended"))
             return "close"
-        connection.finish(protocol.session_closed(connection.session_id, event.reason))
+        connection.finish(wire.SessionClosed(connection.session_id, event.reason))
         session.cancel()
         return "close"
 
-    def on_clear(self, connection: Connection, event: protocol.AudioClear) -> None:
+    def on_clear(self, connection: Connection, event: wire.AudioClear) -> None:
         """Turn mode: accepted and ignored. Nothing waits in a buffer to be cleared: the model has heard every sample
         as it arrived, and a unit already decided cannot be taken back. Duplex mode: an error, as before."""
         if not connection.turns:
@@ -673,17 +672,16 @@ class Server:
 
     def on_not_in_duplex(self, connection: Connection, event) -> None:
         """``response.cancel`` (either mode) and ``input_audio_buffer.clear`` (duplex mode): an error event."""
-        name = {protocol.AudioClear: "input_audio_buffer.clear", protocol.ResponseCancel: "response.cancel"}[type(event)]
-        raise protocol.ProtocolError("bad_event", f"{name}: not served in {connection.mode.rstrip('s')} mode (the model listens "
-                                     "and speaks unit by unit; a unit already decided cannot be taken back)",
-                                     event.event_id)
+        raise wire.ProtocolError("bad_event", f"{event.type}: not served in {connection.mode.rstrip('s')} mode (the "
+                                 "model listens and speaks unit by unit; a unit already decided cannot be taken back)",
+                                 event.event_id)
 
     handlers = {
-        protocol.SessionUpdate: on_session_update, protocol.AudioAppend: on_append, protocol.AudioCommit: on_commit,
-        protocol.FunctionCallOutput: on_function_call_output, protocol.PlaybackAck: on_playback_ack,
-        protocol.Heartbeat: on_heartbeat, protocol.SessionClose: on_session_close,
-        protocol.ResponseCreate: on_nothing, protocol.EventAck: on_nothing,
-        protocol.AudioClear: on_clear, protocol.ResponseCancel: on_not_in_duplex,
+        wire.SessionUpdate: on_session_update, wire.AudioAppend: on_append, wire.AudioCommit: on_commit,
+        wire.FunctionCallOutput: on_function_call_output, wire.PlaybackAck: on_playback_ack,
+        wire.Heartbeat: on_heartbeat, wire.SessionClose: on_session_close,
+        wire.ResponseCreate: on_nothing, wire.EventAck: on_nothing,
+        wire.AudioClear: on_clear, wire.ResponseCancel: on_not_in_duplex,
     }
 
     async def close_all(self, app: web.Application | None = None) -> None:
@@ -692,7 +690,7 @@ class Server:
         written."""
         senders = []
         for connection in list(self.connections):
-            connection.finish(protocol.session_closed(connection.session_id, "server_shutdown"), code=1001,
+            connection.finish(wire.SessionClosed(connection.session_id, "server_shutdown"), code=1001,
                               reason="server shutting down")
             connection.session.cancel()
             senders.append(connection.sender)

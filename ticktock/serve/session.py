@@ -4,14 +4,15 @@
 session replays on a ``replica()``: the same weights, a KV cache of its own), the ``DeviceQueue`` that serialises
 their device work in arrival order, and how to build a decoder and a talker. ``ServedSession`` is one client: it owns
 a ``LiveAudio`` the server appends to, and a thread that runs ``ReplayEngine.replay`` on it (the same engine, decoder
-and talker code as a replay: no second decoding loop). After each unit it reports a ``UnitReport`` through
-``on_unit``; the server turns that into the wire's events (``ticktock.serve.protocol``).
+and talker code as a replay: no second decoding loop). After each unit it reports a ``ServedUnit`` through
+``on_unit``; the server turns that into the wire's events (``ticktock.wire``: its ``UnitReport`` is what of a
+``ServedUnit`` the client is sent).
 
 Tool calls stay on the client's side, as in a deployment: the engine's tool executor (``ClientTools``) reports the
 call through ``on_call`` and waits, up to ``tool_timeout_s``, for the client's output (``answer_call``); that output
 enters the next unit after its audio, as a replayed tool response does.
 
-A unit's served latency (``UnitReport.served_ms``) counts from the moment its last sample arrived at the server
+A unit's served latency (``ServedUnit.served_ms``) counts from the moment its last sample arrived at the server
 (``LiveAudio.completed_at``) to the moment the report is made, on this machine's wall clock; ``post_audio_ms`` is the
 engine's own measure of the same unit (its post-audio work plus what an idle window carried into it).
 
@@ -46,13 +47,14 @@ LIVE_AUDIO_PATH = Path("live")  # a served session has no audio file: its audio 
 
 
 @dataclass
-class UnitReport:
-    """What one served unit did. ``decision`` is the duplex contract's (``listen`` or ``speak``; a unit that calls a
+class ServedUnit:
+    """What one served unit did (the session's record of it; what of it the client is sent is the wire's
+    ``ticktock.wire.UnitReport``). ``decision`` is the duplex contract's (``listen`` or ``speak``; a unit that calls a
     tool speaks); ``kind`` is TickTock's (listen, speak, tool, other); ``text`` the unit's committed text, ``spoken``
-    the words it says (its spoken tokens decoded as they are, so units join into the reply); ``served_ms``
-    from the unit's last sample arriving to this report (wall clock); ``post_audio_ms`` the engine's post-audio
-    latency of the unit; ``draft_accepted`` whether a draft made in the idle window was accepted in the unit's audio
-    pass (None when no draft was offered)."""
+    the words it says (its spoken tokens decoded as they are, so units join into the reply); ``served_ms`` from the
+    unit's last sample arriving to this report (wall clock); ``post_audio_ms`` the engine's post-audio latency of the
+    unit; ``draft_accepted`` whether a draft made in the idle window was accepted in the unit's audio pass (None when
+    no draft was offered)."""
 
     index: int
     decision: str
@@ -189,7 +191,7 @@ class ClientTools:
 
 
 class ServedSession:
-    """One client's session (see the module docstring). ``on_unit(UnitReport)`` as soon as a unit is decided,
+    """One client's session (see the module docstring). ``on_unit(ServedUnit)`` as soon as a unit is decided,
     ``on_speech(unit, samples, sample_rate)`` once a talker has spoken it, ``on_call(call_id, call)`` and
     ``on_end(error or None)`` are called from the session's thread."""
 
@@ -203,7 +205,7 @@ class ServedSession:
         self.on_unit = on_unit
         self.on_speech = on_speech
         self.on_end = on_end
-        self.units: list[UnitReport] = []
+        self.units: list[ServedUnit] = []
         self.cancelled = False
         self._thread: threading.Thread | None = None
 
@@ -274,20 +276,21 @@ class ServedSession:
         return self.model.adapter.decode_tokens(ids) if ids else ""
 
     def _report(self, chunk: ChunkTrace) -> None:
+        """The unit the engine has decided, recorded (``units``) and reported (``on_unit``)."""
         index = chunk.span.index
         arrived = self.audio.completed_at(index)
         served_ms = (time.perf_counter() - arrived) * 1000.0 if arrived is not None else float("nan")
         counters = chunk.counters
         offered = counters.draft_tokens > 0 or counters.window_forwards > 0
-        report = UnitReport(
+        unit = ServedUnit(
             index=index, decision="listen" if chunk.kind in ("listen", "other") else "speak", kind=chunk.kind,
             text=self.model.adapter.decode_tokens(chunk.output), spoken=self._words(chunk.output),
             served_ms=served_ms, post_audio_ms=chunk.timing.latency_ms, deadline_miss=chunk.timing.missed_deadline,
             draft_accepted=(counters.accepted_draft_tokens > 0) if offered else None,
             accepted_draft_tokens=counters.accepted_draft_tokens, output_tokens=list(chunk.output))
-        self.units.append(report)
+        self.units.append(unit)
         if not self.cancelled:
-            self.on_unit(report)
+            self.on_unit(unit)
 
     def _speech(self, chunk: ChunkTrace) -> None:
         """The unit's speech, once its talker has synthesized it: ``on_speech(unit, samples, sample_rate)``."""
