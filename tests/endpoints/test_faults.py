@@ -207,3 +207,15 @@ def test_a_server_that_never_answers_fails_the_session_at_the_unit_deadline(tmp_
     assert reason == ("session s0: unit 0's decision did not come within model.unit_timeout_s=2 s of the end of its "
                       "audio (0 of 2 units decided)"), reason
     assert summary.line().startswith(f"run {summary.run_id}: 0 sessions (0 skipped, 1 failed), 0 units")
+
+
+def test_the_tables_show_a_partial_session_apart_and_never_as_complete(tmp_path, manifest):
+    from ticktock.tables.load import load_results
+
+    with scripted({1: "close_after_1"}) as server:
+        live_run(tmp_path / "run", server.url, *overrides(manifest))
+    results = load_results([tmp_path / "run"])
+    [note] = [line for line in results.provenance() if "partial" in line]
+    assert note.startswith(f"run {tmp_path / 'run'}: 1 session partial (1 of 2 units decided), in no table: its "
+                           f"decided units are in {tmp_path / 'run' / 'partial'}")
+    assert set(results.runs[0].chunks["session_id"]) == {"s1"}  # only the complete session is in the tables

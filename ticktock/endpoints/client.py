@@ -41,9 +41,13 @@ from ticktock.endpoints.endpoint import Endpoint, EndpointError, redacted
 from ticktock.endpoints.protocol import EndpointProtocol
 from ticktock.sessions.audio import SAMPLE_RATE
 from ticktock.wire import (AudioDelta, ErrorEvent, FunctionCallArgumentsDone, ProtocolError, ResponseCreated,
-                           ResponseDone, ServerEvent, SessionClosed, SessionCreated, UnitDecision, parse_server_event)
+                           ResponseDone, ServerEvent, SessionClosed, SessionCreated, SessionExpired, UnitDecision,
+                           parse_server_event)
 
 UNIT_MS = 1000
+#: The server events that end a session: ``session.closed``, and vLLM-Omni's ``session.expired`` (idle past its
+#: timeout).
+SESSION_ENDS = (SessionClosed, SessionExpired)
 POLL_S = 0.25  # the receiver looks at its deadlines at least this often
 
 
@@ -345,8 +349,8 @@ class LiveSession:
             except ProtocolError:
                 continue  # the session is measured: a bad frame while closing changes nothing
             self.record.events.append(Stamped(self.now_ms(), event))
-            if isinstance(event, SessionClosed):
-                self.record.ended_by = "session.closed"
+            if isinstance(event, SESSION_ENDS):
+                self.record.ended_by = event.type
                 return
         self.record.ended_by = f"no session.closed within model.close_timeout_s={self.endpoint.close_timeout_s:g} s"
 
@@ -385,11 +389,11 @@ class LiveSession:
         elif isinstance(event, FunctionCallArgumentsDone):
             self.last_output_at = time.monotonic()
             await self.answer(event, at_ms)
-        elif isinstance(event, SessionClosed):
+        elif isinstance(event, SESSION_ENDS):
             if not self.measured():
-                raise SessionFault(f"the server ended the session ({event.reason or 'no reason given'}) after "
-                                   f"{self.next_unit} of {self.record.units} units were decided")
-            self.record.ended_by = "session.closed"
+                raise SessionFault(f"the server ended the session ({event.type}: {event.reason or 'no reason given'}) "
+                                   f"after {self.next_unit} of {self.record.units} units were decided")
+            self.record.ended_by = event.type
 
     def decided_units(self) -> int:
         """How many units, from the first, are decided: per-unit protocols, those the server decided; turn-based,

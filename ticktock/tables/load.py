@@ -709,24 +709,43 @@ def load_results(arguments: list[str | Path], *, skip_bad_runs: bool = False, al
 
 
 def failed_session_notes(runs: list[Run], shown: int = 3) -> list[str]:
-    """One line per run with sessions the watchdog stopped (run.json ``failed_sessions``, ``ticktock.replay.watchdog``):
-    how many, and the reasons of the first ``shown``. Those sessions are in no table (nothing of them was written).
+    """One line per run with sessions that did not finish: failed (run.json ``failed_sessions``: the watchdog stopped
+    it, or a live session in which nothing was decided) and partial (``partial_sessions``: a live session that ended
+    early, its decided units written apart in the run folder's ``partial/``): how many, and the reasons of the first
+    ``shown``. Those sessions are in no table, never counted as complete.
 
     >>> run = Run(Path("r"), {"failed_sessions": [{"session_id": "s1", "error": "session s1: chunk 3 (talker) still "
     ...                                          "running after 1 s of wall time (watchdog.chunk_s=1)"}]}, None, None)
     >>> failed_session_notes([run])
     ['run r: 1 session failed, in no table (rerun into the folder to retry): session s1: chunk 3 (talker) still running after 1 s of wall time (watchdog.chunk_s=1)']
+    >>> partial = Run(Path("r"), {"partial_sessions": [{"session_id": "s2", "reason": "session s2: the server closed "
+    ...     "the connection after 3 of 8 units were decided", "units_decided": 3, "units": 8}]}, None, None)
+    >>> failed_session_notes([partial])
+    ['run r: 1 session partial (3 of 8 units decided), in no table: its decided units are in r/partial (rerun into the folder to retry): session s2: the server closed the connection after 3 of 8 units were decided']
     """
     notes = []
     for run in runs:
         failed = [f for f in run.meta.get("failed_sessions") or [] if isinstance(f, dict)]
-        if not failed:
-            continue
-        reasons = "; ".join(str(f.get("error") or f.get("session_id")) for f in failed[:shown])
-        more = f"; and {len(failed) - shown} more (run.json failed_sessions)" if len(failed) > shown else ""
-        notes.append(f"run {run.path}: {len(failed)} session{'s' if len(failed) != 1 else ''} failed, in no table "
-                     f"(rerun into the folder to retry): {reasons}{more}")
+        partial = [p for p in run.meta.get("partial_sessions") or [] if isinstance(p, dict)]
+        if failed:
+            notes.append(f"run {run.path}: {_sessions(failed)} failed, in no table (rerun into the folder to retry): "
+                         f"{_reasons(failed, 'error', 'failed_sessions', shown)}")
+        if partial:
+            decided, units = (sum(p.get(key) for p in partial if type(p.get(key)) is int)
+                              for key in ("units_decided", "units"))
+            notes.append(f"run {run.path}: {_sessions(partial)} partial ({decided} of {units} units decided), in no "
+                         f"table: its decided units are in {run.path / 'partial'} (rerun into the folder to retry): "
+                         f"{_reasons(partial, 'reason', 'partial_sessions', shown)}")
     return notes
+
+
+def _sessions(entries: list) -> str:
+    return f"{len(entries)} session{'s' if len(entries) != 1 else ''}"
+
+
+def _reasons(entries: list[dict], key: str, record: str, shown: int) -> str:
+    reasons = "; ".join(str(entry.get(key) or entry.get("session_id")) for entry in entries[:shown])
+    return reasons + (f"; and {len(entries) - shown} more (run.json {record})" if len(entries) > shown else "")
 
 
 def check_results(runs: list[Run]) -> None:
