@@ -29,13 +29,9 @@ Run (about 35 minutes on 2 CPU cores with the defaults)::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import re
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,6 +40,7 @@ import pyarrow.parquet as pq
 
 from ticktock.corpus.arguments import whole_number
 from ticktock.errors import user_errors
+from ticktock.serve.__main__ import serving_in_process
 
 PARTS = ("texts", "capacity", "speech")
 
@@ -83,25 +80,9 @@ def free_port() -> int:
 PORT = free_port()
 
 
-@contextlib.contextmanager
 def server(*overrides: str):
     """``python -m ticktock.serve <overrides>`` in a process of its own on ``PORT`` (loopback); yields its URL."""
-    command = [sys.executable, "-m", "ticktock.serve", *overrides, f"serve.port={PORT}", "serve.max_sessions=64",
-               "threads=1", "progress=false"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
-    try:
-        line = process.stdout.readline()
-        found = re.search(r"ws://127\.0\.0\.1:(\d+)/", line)
-        if not found:
-            raise RuntimeError(f"ticktock serve did not start: {line!r}")
-        yield f"ws://127.0.0.1:{found.group(1)}/v1/realtime"
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    return serving_in_process(*overrides, f"serve.port={PORT}", "serve.max_sessions=64")
 
 
 def sessions_overrides(args, per_task: int | None = None) -> list[str]:

@@ -27,17 +27,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import time
 
 from ticktock.corpus.arguments import whole_number
 from ticktock.errors import user_errors
+from ticktock.serve.__main__ import serving_in_process
 
 
 def parse_args(argv):
@@ -57,28 +53,6 @@ def parse_args(argv):
     if not 0.05 <= args.ping <= 60:
         parser.error(f"--ping: seconds from 0.05 to 60, got {args.ping}")
     return args
-
-
-@contextlib.contextmanager
-def server(decoder: str, ping_s: float, max_sessions: int):
-    """``python -m ticktock.serve`` in a process of its own on a free loopback port; yields its URL."""
-    command = [sys.executable, "-m", "ticktock.serve", f"decoder={decoder}", "serve.port=0",
-               f"serve.max_sessions={max_sessions}", f"serve.ping_interval_s={ping_s}", "threads=1", "progress=false"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
-    try:
-        line = process.stdout.readline()
-        found = re.search(r"ws://127\.0\.0\.1:(\d+)/", line)
-        if not found:
-            raise RuntimeError(f"ticktock serve did not start: {line!r}")
-        yield f"ws://127.0.0.1:{found.group(1)}/v1/realtime"
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
 
 
 def mini_sessions(count: int) -> list:
@@ -148,7 +122,8 @@ def main(argv=None) -> int:
         print("| N | complete / partial / failed | endings | run wall s (median) | audio s | client - server "
               "per unit p50 ms | p95 ms | units |", flush=True)
         print("|---|---|---|---|---|---|---|---|", flush=True)
-        with server(args.decoder, args.ping, max(args.sessions)) as url:
+        with serving_in_process(f"decoder={args.decoder}", f"serve.max_sessions={max(args.sessions)}",
+                                f"serve.ping_interval_s={args.ping}") as url:
             for n in args.sessions:
                 r = measure(url, n, args)
                 o = r["outcomes"]

@@ -209,6 +209,42 @@ def serving_in_thread(server, what: str = "ticktock serve"):
         loop.close()
 
 
+@contextlib.contextmanager
+def serving_in_process(*overrides: str):
+    """``python -m ticktock.serve <overrides>`` in a process of its own (one thread, ``threads=1``, no progress bars;
+    on a free loopback port unless ``overrides`` name ``serve.port``) until the block ends; yields its duplex URL,
+    ``ws://127.0.0.1:PORT/v1/realtime``. Ctrl-C stops it when the block ends (killed if it has not stopped in 30 s).
+    For benchmarks that measure the server as a client sees it (``scripts/bench_endpoint.py``,
+    ``scripts/bench_live_client.py``).
+
+    Example::
+
+        with serving_in_process("decoder=ar", "serve.max_sessions=8") as url:
+            ...   # python -m ticktock.run model=endpoint model.url=URL
+    """
+    import os
+    import re
+    import subprocess
+
+    port = [] if any(o.startswith("serve.port=") for o in overrides) else ["serve.port=0"]
+    command = [sys.executable, "-m", "ticktock.serve", *overrides, *port, "threads=1", "progress=false"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        line = process.stdout.readline()
+        found = re.search(r"ws://127\.0\.0\.1:(\d+)/", line)
+        if not found:
+            raise RuntimeError(f"ticktock serve did not start: {line!r}")
+        yield f"ws://127.0.0.1:{found.group(1)}/v1/realtime"
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
 if __name__ == "__main__":
     with user_errors():
         sys.exit(main())
