@@ -49,13 +49,17 @@ MODEL = "scripted"
 #: ``ok``: behave; ``refuse``: answer the ``session.update`` with an ``error`` ``resource_exhausted`` and close;
 #: ``close_after_N``: close the connection once N units are decided; ``malformed_after_N``: send a frame that is not
 #: JSON after N units; ``unknown``: send an event of an unknown type before every decision (and behave);
+#: ``variants``: before every decision, events the client does not need in a server's own variant (fields of other
+#: types than the wire package reads: ``session.updated``, ``input_audio_buffer.committed``, an output item) (and
+#: behave);
 #: ``silent``: send ``session.created``, then nothing but pings; ``mute_after_N``: decide N units, then decide
 #: nothing more while it keeps pinging and sending events of no interest every 50 ms; ``twice_N``: decide unit N
 #: twice; ``ahead_N``: decide unit N+1 in place of unit N (out of order); ``bad_audio_N``: after unit N's decision,
 #: an audio delta that is not base64; ``no_closed``: answer ``session.close`` by closing the socket without
 #: ``session.closed``; ``never_close``: ignore ``session.close`` (the client must close it); ``ping_storm``: ping
 #: every 5 ms from the start (and behave).
-BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "silent", "mute_after_N", "twice_N",
+BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "variants", "silent", "mute_after_N",
+              "twice_N",
               "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm")
 FLAVOURS = ("vllm_omni", "openai")
 
@@ -233,6 +237,11 @@ class Connection:
             return False
         if behaviour == "unknown":
             await self.send({"type": "server.novelty", "event_id": wire.new_event_id(), "note": {"x": [1, 2]}})
+        if behaviour == "variants":
+            for event in ({"type": "session.updated", "session": "updated"},
+                          {"type": "input_audio_buffer.committed", "item_id": unit},
+                          {"type": "response.output_item.added", "output_index": "first", "item": None}):
+                await self.send(event)
         shown = unit + 1 if behaviour == "ahead" and unit == n else unit
         report = wire.UnitReport(unit=shown, post_audio_ms=5.0)
         if unit % 3 == 1:  # a spoken reply, whose response.done comes reply_s later

@@ -190,8 +190,10 @@ def test_a_server_event_that_cannot_be_used_ends_the_session_in_one_line(tmp_pat
         one_failed(tmp_path / "run", "s0", *words)
 
 
-def test_unknown_server_events_are_ignored(tmp_path, manifest):
-    with scripted({1: "unknown", 2: "unknown"}) as server:
+@pytest.mark.parametrize("behaviour", ["unknown", "variants"])
+def test_unknown_server_events_and_variants_of_events_the_client_does_not_need_are_ignored(tmp_path, manifest,
+                                                                                          behaviour):
+    with scripted({1: behaviour, 2: behaviour}) as server:
         summary = live_run(tmp_path / "run", server.url, *overrides(manifest))
     meta = run_json(tmp_path / "run")
     assert summary.failed == 0 and meta["failed_sessions"] == [] and written(tmp_path / "run") == {"s0", "s1"}

@@ -40,9 +40,10 @@ import numpy as np
 from ticktock.endpoints.endpoint import Endpoint, EndpointError, redacted
 from ticktock.endpoints.protocol import EndpointProtocol
 from ticktock.sessions.audio import SAMPLE_RATE
-from ticktock.wire import (AudioDelta, ErrorEvent, FunctionCallArgumentsDone, ProtocolError, ResponseCreated,
-                           ResponseDone, ServerEvent, SessionClosed, SessionCreated, SessionExpired, UnitDecision,
-                           parse_server_event)
+from ticktock.wire import (AudioDelta, ErrorEvent, FunctionCallArgumentsDone, Other, ProtocolError, ResponseCreated,
+                           ResponseDone, ResponseListen, ResponseSpeak, ServerEvent, SessionClosed, SessionCreated,
+                           SessionExpired, TextDelta, TranscriptDelta, UnitDecision, parse_server_event,
+                           read_json_object)
 
 UNIT_MS = 1000
 #: The server events that end a session: ``session.closed``, and vLLM-Omni's ``session.expired`` (idle past its
@@ -118,6 +119,35 @@ class LiveRecord:
             if frame.completes_unit == unit:
                 return frame.sent_ms
         return None
+
+
+#: The types of the server events the client measures or acts on; an event of any other type is kept by its type
+#: only when its fields are not as the wire package reads them (a server's own variant of an event the client does
+#: not need).
+MEASURED = frozenset(kind.type for kind in (
+    SessionCreated, ResponseListen, ResponseSpeak, ResponseCreated, TextDelta, TranscriptDelta, AudioDelta,
+    FunctionCallArgumentsDone, ResponseDone, ErrorEvent, *SESSION_ENDS))
+
+
+def read_server_event(frame: str | bytes) -> ServerEvent:
+    """A server frame as its event (``ticktock.wire.parse_server_event``); a frame of a type the client does not
+    measure whose fields cannot be read is ``Other`` (a client must not fail on events it does not need), while a
+    frame that is not JSON, or a measured event that cannot be read, is a ``ProtocolError``.
+
+    >>> read_server_event('{"type": "input_audio_buffer.committed", "item_id": 5}')
+    Other(type='input_audio_buffer.committed')
+    >>> read_server_event('{"type": "response.speak", "ticktock": {"unit": "three"}}')
+    Traceback (most recent call last):
+    ...
+    ticktock.wire.codec.ProtocolError: response.speak: 'ticktock.unit' must be an integer, not string
+    """
+    try:
+        return parse_server_event(frame)
+    except ProtocolError:
+        event_type = read_json_object(frame).get("type")  # (a frame that is not a JSON object raised before)
+        if not isinstance(event_type, str) or event_type in MEASURED:
+            raise
+        return Other(event_type)
 
 
 class SessionFault(Exception):
@@ -238,7 +268,7 @@ class LiveSession:
             if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
             try:
-                event = parse_server_event(message.data)
+                event = read_server_event(message.data)
             except ProtocolError as err:
                 raise SessionFault(f"server event {len(self.record.events) + 1}: {err}") from None
             self.record.events.append(Stamped(at_ms, event))
@@ -529,7 +559,7 @@ async def opening(live: LiveSession, session) -> None:
             raise EndpointError(f"endpoint {url}: no session.created within {live.endpoint.connect_timeout_s} s "
                                 "(model.connect_timeout_s)")
         try:
-            message = await live.ws.receive(timeout=left)
+            message = await asyncio.wait_for(live.ws.receive(), timeout=left)  # a ping never extends it
         except asyncio.TimeoutError:
             continue
         if message.type != WSMsgType.TEXT:
@@ -538,7 +568,7 @@ async def opening(live: LiveSession, session) -> None:
                                     f"{' (' + str(message.extra) + ')' if message.extra else ''}")
             continue
         try:
-            event = parse_server_event(message.data)
+            event = read_server_event(message.data)
         except ProtocolError as err:
             raise EndpointError(f"endpoint {url}: its first events cannot be read: {err}") from None
         if isinstance(event, ErrorEvent):
