@@ -33,7 +33,7 @@ from typing import Iterator
 import hydra
 from omegaconf import DictConfig
 
-from ticktock.endpoints.endpoint import SECRET_QUERY_KEYS, redacted
+from ticktock.endpoints.endpoint import redacted, url_secrets
 from ticktock.endpoints.run import is_endpoint, run_live
 from ticktock.errors import user_errors
 from ticktock.plugins import register_selected
@@ -148,33 +148,6 @@ def check_grammar(override: str) -> None:
         outer = f"'{inner}'" if "'" in value else f'"{inner}"'
         raise ConfigError(f"{key}: Hydra's override grammar {what}: quote the value inside the override, {outer} "
                           f"(the outer quotes are the shell's)") from None
-
-
-def url_secrets(url: str) -> list[str]:
-    """The secrets a URL carries: its ``user:password@`` part, the password alone, and the values of its secret-looking
-    query keys (``ticktock.endpoints.endpoint.SECRET_QUERY_KEYS``), raw and percent-decoded.
-
-    >>> sorted(url_secrets("wss://me:s3cret@h/v1?model=m&api_key=a%2Bb"))
-    ['a%2Bb', 'a+b', 'me:s3cret', 's3cret']
-    >>> url_secrets("ws://127.0.0.1:8099/v1/realtime?duplex=1")
-    []
-    """
-    from urllib.parse import parse_qsl, unquote, urlsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return []
-    found = set()
-    if "@" in parts.netloc:
-        userinfo = parts.netloc.rsplit("@", 1)[0]
-        found |= {userinfo, unquote(userinfo)}
-        if parts.password:
-            found |= {parts.password, unquote(parts.password)}
-    for raw_key, raw_value in (pair.partition("=")[::2] for pair in parts.query.split("&")):
-        if raw_value and SECRET_QUERY_KEYS.search(raw_key):
-            found |= {raw_value, dict(parse_qsl(f"v={raw_value}")).get("v", raw_value)}
-    return sorted(found - {""})
 
 
 #: The run folder options Hydra reads before any run config exists (so ``expand_home`` never sees them).

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -281,7 +282,9 @@ class LiveSession:
         self.check_due()
         if self.has_all():
             return None
-        wait = min(POLL_S, max(0.0, self.due_s() - time.monotonic()))
+        due = self.due()
+        wake = min(self.ends_at(), due[0] if due is not None else math.inf)
+        wait = min(POLL_S, max(0.0, wake - time.monotonic()))
         try:
             return await asyncio.wait_for(self.ws.receive(), timeout=max(wait, 0.001))
         except asyncio.TimeoutError:
@@ -289,9 +292,8 @@ class LiveSession:
 
     def due(self) -> tuple[float, str] | None:
         """The earliest deadline now in force (monotonic seconds) and what it waits for, or None: the next unit's
-        decision (``unit_timeout_s`` from the end of its audio), a turn-based reply's end (``reply_timeout_s``
-        from its start), and after the input: the reply in flight (``grace_s`` after the last decision, then the
-        client closes anyway) and a turn-based session's end (``end_timeout_s`` after the last frame)."""
+        decision (``unit_timeout_s`` from the end of its audio) and a turn-based reply's end (``reply_timeout_s``
+        from its start). Passing one is a fault; the waits after the input (``ends_at``) are not."""
         endpoint, deadlines = self.endpoint, []
         if self.protocol.per_unit and self.next_unit < self.record.units:
             sent_at = self.unit_sent_at(self.next_unit)
@@ -305,17 +307,6 @@ class LiveSession:
                               f"{endpoint.reply_timeout_s:g} s"))
         return min(deadlines) if deadlines else None
 
-    def due_s(self) -> float:
-        """When the receiver must look again: the earliest deadline, or the moment a finished input's waiting ends
-        without fault (grace, quiet, end)."""
-        soonest = [self.due()[0]] if self.due() is not None else []
-        if self.input_done and self.protocol.per_unit and self.last_decided_at is not None:
-            soonest.append(self.last_decided_at + self.endpoint.grace_s)
-        if self.input_done and not self.protocol.per_unit:
-            soonest += [self.input_done_at + self.endpoint.end_timeout_s,
-                        max(self.last_output_at, self.input_done_at) + self.endpoint.quiet_s]
-        return min(soonest) if soonest else time.monotonic() + POLL_S
-
     def check_due(self) -> None:
         """A ``SessionFault`` when a deadline has passed."""
         due = self.due()
@@ -327,21 +318,22 @@ class LiveSession:
         is decided."""
         return self.input_done and (not self.protocol.per_unit or self.next_unit >= self.record.units)
 
-    def has_all(self) -> bool:
-        """Whether the session has all it will measure, so the client closes it: the input is done and (per-unit)
-        every unit is decided, or (turn-based) the server has been quiet for ``quiet_s`` with no reply open; and the
-        reply in flight has ended, or ``grace_s`` has passed since the last decision (``end_timeout_s`` after the last
-        frame at most, for a turn-based server that keeps talking)."""
-        if not self.input_done:
-            return False
-        now = time.monotonic()
+    def ends_at(self) -> float:
+        """When (monotonic seconds) the session has all it will measure, so the client closes it (infinity while it
+        cannot say yet): per-unit protocols, once every unit is decided and the reply in flight has ended, or
+        ``grace_s`` after the last decision; turn-based, once the server has sent no output for ``quiet_s`` after the
+        last frame with no reply open, or ``end_timeout_s`` after the last frame, for a server that keeps talking."""
+        if not self.measured():
+            return math.inf
+        endpoint = self.endpoint
         if self.protocol.per_unit:
-            if not self.measured():
-                return False
-            return self.open_reply is None or now >= (self.last_decided_at or now) + self.endpoint.grace_s
-        if now >= self.input_done_at + self.endpoint.end_timeout_s:
-            return True
-        return self.open_reply is None and now >= max(self.last_output_at, self.input_done_at) + self.endpoint.quiet_s
+            return -math.inf if self.open_reply is None else (self.last_decided_at or -math.inf) + endpoint.grace_s
+        quiet = max(self.last_output_at, self.input_done_at) + endpoint.quiet_s if self.open_reply is None else math.inf
+        return min(self.input_done_at + endpoint.end_timeout_s, quiet)
+
+    def has_all(self) -> bool:
+        """Whether the session has all it will measure (``ends_at`` has come)."""
+        return time.monotonic() >= self.ends_at()
 
     def unit_sent_at(self, unit: int) -> float | None:
         """When the frame completing ``unit`` left (monotonic seconds), or None if it has not."""

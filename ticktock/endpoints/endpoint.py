@@ -27,7 +27,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ticktock.errors import EXIT_ENDPOINT, ConfigError, TickTockError
 
@@ -66,6 +66,31 @@ def redacted(url: str) -> str:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode([(k, "***" if SECRET_QUERY_KEYS.search(k) else v) for k, v in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets a URL carries: its ``user:password@`` part, the password alone, and the values of its secret-looking
+    query keys (``SECRET_QUERY_KEYS``, as ``redacted`` hides them), raw and percent-decoded.
+
+    >>> sorted(url_secrets("wss://me:s3cret@h/v1?model=m&api_key=a%2Bb"))
+    ['a%2Bb', 'a+b', 'me:s3cret', 's3cret']
+    >>> url_secrets("ws://127.0.0.1:8099/v1/realtime?duplex=1")
+    []
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = set()
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        found |= {userinfo, unquote(userinfo)}
+        if parts.password:
+            found |= {parts.password, unquote(parts.password)}
+    for raw_key, raw_value in (pair.partition("=")[::2] for pair in parts.query.split("&")):
+        if raw_value and SECRET_QUERY_KEYS.search(raw_key):
+            found |= {raw_value, dict(parse_qsl(f"v={raw_value}")).get("v", raw_value)}
+    return sorted(found - {""})
 
 
 @dataclass

@@ -328,7 +328,6 @@ async def hold_sessions(cfg, endpoint, protocol, task, sessions, writer, labels,
 async def hold_one(cfg, endpoint, protocol, session, tools, delay_ms, outcome: SessionOutcome):
     """One session held; None when it could not be (bad audio skipped, or refused: recorded as failed)."""
     from ticktock.endpoints.client import hold_session
-    from ticktock.endpoints.endpoint import EndpointError
     from ticktock.sessions.audio import AudioError, load_audio
 
     try:

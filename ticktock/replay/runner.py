@@ -58,6 +58,7 @@ class ReplayedUnits(UnitSource):
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
         self.engine = build_engine(cfg, task)
+        self.clock_name = str(cfg.clock.name)
         self.noise = noise_probe(cfg, self.engine)  # wall clock only; its record fills in as the run measures
         self.profile_digest = profile_sha256(self.engine.clock)
 
@@ -66,7 +67,6 @@ class ReplayedUnits(UnitSource):
         return {**identity(cfg), "weights": weights, **talker_identity(self.engine)}
 
     def labels(self, cfg: DictConfig) -> dict:
-        self.clock_name = str(cfg.clock.name)
         return {"model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}
 
     def describe(self, cfg: DictConfig, labels: dict, previous: dict | None) -> dict:
