@@ -445,7 +445,8 @@ GOOD_FRAMES = [
 ]
 HOSTILE = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(10**30), max_value=10**30), st.floats(allow_nan=True),
-    st.text(max_size=12), st.sampled_from(["pcm_f32le", "g711_ulaw", "audio/pcm", "AAA", "////", "=", "AAAA"]),
+    st.text(max_size=12),
+    st.sampled_from(["pcm_f32le", "g711_ulaw", "audio/pcm", "AAA", "////", "=", "AAAA", "a\nb", "\r\x00\t"]),
     st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
 )
 
@@ -475,6 +476,10 @@ def mutated_frames(draw):
 @example(frame='{"type": "playback.ack", "played_ms": ' + "9" * 5000 + "}")
 @example(frame='{"type": "playback.ack", "played_ms": 1e400}')
 @example(frame='{"type": "input_audio_buffer.append", "audio": "AAAA", "sample_rate_hz": NaN}')
+@example(frame='{"type": "\\n", "event_id": "e"}')
+@example(frame='{"type": "input_audio_buffer.append", "audio": "AAAA", "format": "a\\nb"}')
+@example(frame='{"type": "session.update", "session": {"audio": {"output": {"format": {"type": "a\\nb"}}}}}')
+@example(frame='{"type": "conversation.item.create", "item": {"type": "\\r\\n"}}')
 def test_any_frame_is_an_event_or_a_protocol_error(frame):
     try:
         event = p.parse_client_event(frame)

@@ -40,7 +40,7 @@ from typing import ClassVar, Mapping, Union
 
 import numpy as np
 
-from ticktock.wire.codec import (ENCODING_ALIASES, AudioFormat, Fields, ProtocolError, WireEvent, clipped,
+from ticktock.wire.codec import (ENCODING_ALIASES, AudioFormat, Fields, ProtocolError, WireEvent, clipped, echoed,
                                  encode_pcm16, event_id_field, event_table, json_kind, new_event_id, read_json_object)
 
 NOT_SERVED = {
@@ -148,7 +148,7 @@ def _session_settings(session: Fields) -> dict[str, object]:
 def _check_output_encoding(fields: Fields, name: str) -> None:
     value = fields.text(name)
     if value is not None and ENCODING_ALIASES.get(value.lower()) != "pcm16":
-        raise fields.error(name, f"is '{value[:40]}': the talker's speech is sent as pcm16 only",
+        raise fields.error(name, f"is '{echoed(value)}': the talker's speech is sent as pcm16 only",
                            "unsupported_audio_format")
 
 
@@ -344,7 +344,7 @@ class FunctionCallOutput(WireEvent):
         item = fields.nested("item", required=True)
         item_type = item.text("type", required=True)
         if item_type != "function_call_output":
-            raise item.error("type", f"is '{item_type[:40]}': served is only 'function_call_output'")
+            raise item.error("type", f"is '{echoed(item_type)}': served is only 'function_call_output'")
         try:
             call_id, output = item.text("call_id", required=True), item.text("output", required=True)
         except ProtocolError as err:
@@ -487,4 +487,4 @@ def _unserved(event_type: str, event_id: str | None) -> ProtocolError:
         )
     if event_type in NOT_SERVED:
         return ProtocolError("unknown_event", f"'{event_type}' is not served ({NOT_SERVED[event_type]})", event_id)
-    return ProtocolError("unknown_event", f"unknown event type '{clipped(event_type)}'", event_id)
+    return ProtocolError("unknown_event", f"unknown event type '{echoed(event_type)}'", event_id)

@@ -153,6 +153,16 @@ def clipped(value: object) -> str:
     return text if len(text) <= ECHO_CHARS else f"{text[:ECHO_CHARS]}..."
 
 
+def echoed(value: object) -> str:
+    """A client-supplied value as one line of an error message: control characters escaped, then ``clipped``.
+
+    >>> echoed("audio\\n/pcm"), len(echoed("\\t" * 100))
+    ('audio\\\\n/pcm', 67)
+    """
+    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(value))
+    return clipped(text)
+
+
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 24 else f"{text[:20]}..."
@@ -238,7 +248,7 @@ class Fields:
             return None
         encoding = ENCODING_ALIASES.get(value.lower())
         if encoding is None:
-            raise self.error(name, f"is '{value[:40]}': served are pcm16 and pcm_f32le", "unsupported_audio_format")
+            raise self.error(name, f"is '{echoed(value)}': served are pcm16 and pcm_f32le", "unsupported_audio_format")
         return encoding
 
 
