@@ -15,7 +15,9 @@ from ticktock.replay.engine import ReplayEngine
 from ticktock.replay.injection import ToolCallInjector
 from ticktock.replay.resources import resource_path
 from ticktock.replay.config import build, compose_run
-from ticktock.serve.live import DeviceQueue, LiveAudio, LiveAudioFull, LiveClock
+from ticktock.clocks.wall import WallClock
+from ticktock.scheduling.round_robin import RoundRobin
+from ticktock.serve.live import LiveAudio, LiveAudioFull, ServedDevice
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
@@ -55,13 +57,22 @@ def session():
 
 
 def live_replay(adapter, session, decoder, seconds: float = UNITS):
+    """The session replayed on a lane of a served device (the replay's scheduler under real time) while a client
+    streams its first ``seconds`` of audio in real time."""
+    device = ServedDevice(WallClock(adapter.synchronize), RoundRobin())
     audio = LiveAudio()
-    engine = ReplayEngine(adapter, decoder, LiveClock(audio, DeviceQueue()), Sampling(),
-                          ToolCallInjector(MockToolExecutor()))
+    audio.on_change = device.poke
+    engine = ReplayEngine(adapter, decoder, WallClock(), Sampling(), ToolCallInjector(MockToolExecutor()))
+    ended, errors = threading.Event(), []
+    lane = device.lane(audio, adapter.protocol, lambda error: (errors.append(error), ended.set()))
+    engine.clock = lane
+    device.admit(lane, lambda lane: engine.replay(session, audio))
     sender = stream(audio, load_audio(session.audio_path), seconds)
-    trace = engine.replay(session, audio)
+    assert ended.wait(60)
     sender.join(timeout=30)
-    return trace, audio
+    device.stop()
+    assert errors == [None]
+    return lane.result, audio
 
 
 @pytest.mark.parametrize("name", ["ar", "speclisten", "speclisten_stream"])

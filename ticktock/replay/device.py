@@ -70,6 +70,7 @@ from typing import Callable
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from ticktock.clocks.base import ENCODE, FORWARD, TALK, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
+from ticktock.replay.realtime import RealTime
 from ticktock.replay.watchdog import ChunkTimeout
 from ticktock.scheduling.base import DraftCandidate
 
@@ -127,6 +128,8 @@ class SessionLane(Clock):
         self.wake_at: float | None = start_ms
         self.awaits_audio = False  # waiting for a chunk's audio (not for the session's start)
         self.audio_due: float | None = None  # asleep inside an idle window: when that window's chunk arrives
+        self.until: Callable[[], bool] | None = None  # an outside event it waits for (live audio, a tool's output)
+        self.expected_ms: float | None = None  # when the live audio it waits for is due at the pace of real time
         self.runnable = False
         self.finished = False
         self.result = None
@@ -161,6 +164,11 @@ class SessionLane(Clock):
         self.reply_open = kind in ("speak", "tool") and (self.turn_eos is None or self.turn_eos not in output)
         self.dbfs = [*self.dbfs[-1:], rms_dbfs(samples)]
 
+    def current_ms(self) -> float:
+        """The session's own time while it runs: ``local_ms``, which under real time (a served device) follows the
+        wall clock, host code included."""
+        return self.device.lane_time(self)
+
     def busy_now(self) -> float:
         running = (time.perf_counter() - self._resumed_at) * 1000.0 if self._resumed_at is not None else 0.0
         return self.busy_wall_ms + running
@@ -178,7 +186,7 @@ class LaneStopwatch(Stopwatch):
         self._busy_at_open = lane.busy_now()
 
     def elapsed_ms(self) -> float:
-        return self.lane.local_ms - self.opened
+        return self.lane.current_ms() - self.opened
 
     def wall_ms(self) -> float:
         return self.lane.busy_now() - self._busy_at_open
@@ -188,7 +196,7 @@ class LaneStopwatch(Stopwatch):
         return self.lane.device.submit(self.lane, work, self)
 
     def _advance(self, ms: float) -> None:
-        self.lane.device.sleep(self.lane, self.lane.local_ms + ms, self.closes)
+        self.lane.device.sleep(self.lane, self.lane.current_ms() + ms, self.closes)
 
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
@@ -208,6 +216,7 @@ class Request:
     dropped: bool = False
     estimate_ms: float | None = None  # the expected cost, once asked (``SharedDevice._estimate``)
     timed_out: ChunkTimeout | None = None  # the step that ran it went past the watchdog's limit
+    failed: Exception | None = None  # its own work raised (alone, or run again alone after its batched step raised)
 
     @property
     def is_post_audio(self) -> bool:
@@ -294,8 +303,12 @@ class SharedDevice:
     """
 
     def __init__(self, clock: Clock, draft_policy, batching: bool = False, max_batch: int | None = None,
-                 watchdog=None, batch_encodings: bool = False):
+                 watchdog=None, batch_encodings: bool = False, realtime: RealTime | None = None,
+                 fail_alone: bool = False):
         self.clock = clock
+        self.realtime = realtime  # None: the device keeps its own time (a replay); else the wall clock (serving)
+        self.fail_alone = fail_alone  # any session's error goes to ``on_failed`` and the others go on (serving)
+        self._seen_pokes = 0
         self.policy = draft_policy
         self.batching = batching
         self.batch_encodings = batch_encodings
@@ -320,11 +333,13 @@ class SharedDevice:
     def submit(self, lane: SessionLane, work: DeviceWork, watch: LaneStopwatch) -> WorkDone:
         """Queue ``work`` and return once the device has run it (or raise ``WindowClosed`` if it was dropped)."""
         self._order += 1
-        request = Request(lane, work, watch, lane.local_ms, self._order)
+        request = Request(lane, work, watch, lane.current_ms(), self._order)
         self.requests.append(request)
         self._carry_on(lane)
         if request.timed_out is not None:
             raise request.timed_out
+        if request.failed is not None:
+            raise request.failed
         if request.dropped:
             raise WindowClosed(f"slot {lane.slot}: the next chunk arrived at {request.watch.closes:.1f} ms before this "
                                "idle-window work could start")
@@ -337,6 +352,34 @@ class SharedDevice:
             return
         lane.wake_at, lane.awaits_audio = at_ms, True
         self._carry_on(lane)
+
+    def wait_for(self, lane: SessionLane, until: Callable[[], bool], deadline_ms: float | None = None,
+                 expected_ms: float | None = None) -> None:
+        """Return once ``until()`` holds (an outside event: a client's audio reached a unit's end, a tool's output
+        came) or the device's time reaches ``deadline_ms``, while the device runs other sessions' work. Under real
+        time only: ``until`` is looked at whenever another thread pokes the device (``RealTime.poke``).
+        ``expected_ms``: when a live unit's audio is due at the pace of real time (a draft policy's next arrival)."""
+        if until():
+            return
+        if self.realtime is None:
+            raise RuntimeError("a device that keeps its own time cannot wait for an outside event")
+        lane.until, lane.expected_ms = until, expected_ms
+        lane.wake_at = None if deadline_ms is None else device_time(deadline_ms, f"slot {lane.slot}: deadline")
+        lane.awaits_audio = expected_ms is not None
+        self._carry_on(lane)
+
+    def lane_time(self, lane: SessionLane) -> float:
+        """``lane``'s own time as it runs: under real time it follows the wall clock (never back)."""
+        if self.realtime is not None:
+            lane.local_ms = max(lane.local_ms, self.realtime.ms())
+        return lane.local_ms
+
+    def admit(self, lane: SessionLane, target: Callable[[SessionLane], object]) -> None:
+        """``add`` from any thread, for a device under real time: the device's own thread adds the session at its next
+        look (a greenlet belongs to the thread that made it)."""
+        if self.realtime is None:
+            raise RuntimeError("admit is for a device under real time; a replay adds its sessions (add)")
+        self.realtime.post((lane, target))
 
     def sleep(self, lane: SessionLane, at_ms: float, audio_due_ms: float | None) -> None:
         """A waiting lane: inside an idle window that closes at ``audio_due_ms``, let the session sleep until ``at_ms``
@@ -393,14 +436,18 @@ class SharedDevice:
         for lane in self.lanes:
             lane._greenlet.parent = self._scheduler
         try:
-            while self.lanes:
+            while self.lanes or self._serving():
                 self._run_ready(on_finished, on_failed)
-                if self.lanes and not self._step():
+                if not self._step() and (self.lanes or self._serving()):
                     self._advance()
         finally:
             self.close()
             self.stats.run_wall_ms += (time.perf_counter() - began) * 1000.0
             self.stats.span_ms = max(self._last_end, self.now) - (self._first_start or 0.0)
+
+    def _serving(self) -> bool:
+        """Under real time, the device waits for sessions until ``RealTime.stop`` (a replay ends with its last)."""
+        return self.realtime is not None and not self.realtime.stopping
 
     def close(self) -> None:
         """Stop: every session still waiting raises ``DeviceClosed`` inside its greenlet and ends."""
@@ -419,7 +466,7 @@ class SharedDevice:
                 self.requests = [r for r in self.requests if r.lane is not lane]  # a failed session's pending work
                 self.stats.sessions_wall_ms += lane.busy_wall_ms
                 self._last_end = max(self._last_end, lane.local_ms)
-                if lane.error is not None and (lane.failure is None or on_failed is None):
+                if lane.error is not None and (on_failed is None or (lane.failure is None and not self.fail_alone)):
                     raise lane.error
                 if self.watchdog is not None:
                     self.watchdog.disarm()  # the run's callbacks (results written, next session loaded) are not a chunk
@@ -439,6 +486,7 @@ class SharedDevice:
         """Run the next device step; False when nothing is waiting for the device (or the draft policy leaves
         it idle until the next arrival)."""
         started = time.perf_counter()
+        self._tick()
         if self._drop_closed_drafts():
             return True
         urgent = sorted((r for r in self.requests if r.is_post_audio), key=Request.key)
@@ -504,9 +552,10 @@ class SharedDevice:
 
     def _next_arrival(self) -> float:
         """The earliest moment a session waiting for time gets its next chunk's audio (infinity when none waits)."""
-        waiting = [lane.wake_at for lane in self.lanes if lane.awaits_audio]
+        waiting = [lane.expected_ms if lane.until is not None else lane.wake_at
+                   for lane in self.lanes if lane.awaits_audio]
         asleep = [lane.audio_due for lane in self.lanes if lane.audio_due is not None]
-        return min([*waiting, *asleep], default=float("inf"))
+        return min([t for t in (*waiting, *asleep) if t is not None], default=float("inf"))
 
     def _drop_closed_drafts(self) -> bool:
         """Drop the idle-window work whose window has closed (its session's next audio arrived while it waited)."""
@@ -570,9 +619,35 @@ class SharedDevice:
             timeout = ChunkTimeout(self.watchdog.reason_of(err) + batched)
             for request in batch:
                 request.timed_out = timeout
-                request.lane.runnable = True
-                if request in self.requests:
-                    self.requests.remove(request)
+                self._hand_back(request)
+        except DeviceTimeError:
+            raise
+        except Exception as err:  # the work itself raised: it fails the session whose work it was, not the device
+            self._fail_step(batch, err)
+
+    def _fail_step(self, batch: list[Request], err: Exception) -> None:
+        """A step whose work raised ``err``. Alone, its session gets the error (raised in its greenlet by ``submit``);
+        batched, each request runs again alone, so the session whose work is at fault fails and the others get
+        their results (a batched call that raised changed no session's state: it fails before any cache is
+        written)."""
+        if len(batch) == 1:
+            batch[0].failed = err
+            self._hand_back(batch[0])
+            return
+        for request in batch:
+            try:
+                self._run_step([request])
+            except (ChunkTimeout, DeviceTimeError):
+                raise
+            except Exception as alone:
+                request.failed = alone
+                self._hand_back(request)
+
+    def _hand_back(self, request: Request) -> None:
+        """``request`` ends without a result (its session's ``submit`` raises why)."""
+        request.lane.runnable = True
+        if request in self.requests:
+            self.requests.remove(request)
 
     def _run_step(self, batch: list[Request]) -> None:
         began = time.perf_counter()
@@ -594,7 +669,9 @@ class SharedDevice:
         working = (time.perf_counter() - began) * 1000.0  # the work and its charge, as a session alone pays them
         if not (math.isfinite(cost) and cost >= 0):
             raise DeviceTimeError(f"the clock charged a device step {cost!r} ms (a finite number >= 0 expected)")
-        start, self.now = self.now, device_time(self.now + cost, "the end of a device step")
+        start = self.now
+        self.now = device_time(start + cost if self.realtime is None else max(start, self.realtime.ms()),
+                               "the end of a device step")
         self.stats.steps += 1
         self.stats.charge(batch, cost)
         for request, result in zip(batch, results):
@@ -634,6 +711,10 @@ class SharedDevice:
         ``stall_ok``: a session's greenlet then passes control on). The wake-up is a finite time
         (``device_time``), so the session waiting for it wakes: every call makes progress."""
         waiting = [lane.wake_at for lane in self.lanes if lane.wake_at is not None]
+        if self.realtime is not None:  # real time passes by itself: wait for it, or for another thread's poke
+            self.realtime.wait(self._seen_pokes, min(waiting, default=None))
+            self._tick()
+            return True
         if not waiting:
             if stall_ok:
                 return False
@@ -643,11 +724,26 @@ class SharedDevice:
         return True
 
     def _wake_due(self) -> None:
-        """Sessions whose time has come (possibly while a step ran) run from that moment on their own time."""
+        """Sessions whose time has come (possibly while a step ran) run from that moment on their own time; under
+        real time, also those whose outside event happened (``wait_for``), and the sessions posted (``admit``)."""
+        if self.realtime is not None:
+            self._seen_pokes = self.realtime.pokes  # (before looking: a change from now on wakes the next wait)
+            for lane, target in self.realtime.take():
+                self.add(lane, target)
+            self._tick()
         for lane in self.lanes:
             if lane.wake_at is not None and lane.wake_at <= self.now:
-                lane.local_ms, lane.wake_at, lane.awaits_audio, lane.audio_due = lane.wake_at, None, False, None
-                lane.runnable = True
+                lane.local_ms = max(lane.local_ms, lane.wake_at)
+            elif lane.until is None or not lane.until():
+                continue
+            lane.wake_at, lane.awaits_audio, lane.audio_due = None, False, None
+            lane.until = lane.expected_ms = None
+            lane.runnable = True
+
+    def _tick(self) -> None:
+        """Under real time, the device's time is the wall clock's now."""
+        if self.realtime is not None:
+            self.now = max(self.now, self.realtime.ms())
 
     # ------------------------------------------------------------------------------- switching
 

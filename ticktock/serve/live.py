@@ -1,36 +1,40 @@
-"""A live session's audio and clock: what lets the one replay loop serve a client in real time.
+"""A live session's audio and its place on the served device: what lets the one replay loop serve clients in real time.
 
-``ticktock serve`` runs the replay engine (``ticktock.replay.engine``) unchanged on a session whose audio a client is
-sending. Two objects make that work:
+``ticktock serve`` runs the replay engine (``ticktock.replay.engine``) unchanged on sessions whose audio clients are
+sending, all of them on one device scheduled by the replay's own scheduler (``ticktock.replay.device.SharedDevice``)
+under real time. Three objects make that work:
 
 - ``LiveAudio``, the engine's audio source (``ticktock.replay.audio_source``): the server appends the samples a client
   sends (16 kHz mono float32, from any thread); ``chunk(span)`` hands out a unit's audio once it is complete, and
   ``arriving(span, budget_ms)`` the part of the next unit that has really arrived so far (``LiveArrivingAudio``: what
   ``ArrivingAudio`` simulates on a recording), so a decoder drafts in the idle window on the audio that is there.
   It records when each unit's last sample arrived (``completed_at``): a unit's served latency counts from there.
-- ``LiveClock``, the engine's clock: measured wall time, as the ``wall`` clock measures it, with three differences
-  that real time brings. ``wait_until(at_ms)`` blocks until the session's audio has reached ``at_ms`` (a unit's
-  post-audio step starts when its last sample has arrived), ``Stopwatch.wait`` really waits (an idle window that
-  waits for audio to arrive), and every piece of device work holds the ``DeviceQueue`` that serialises the sessions
-  sharing one model in arrival order.
+- ``LiveLane``, the session's clock: a lane of the shared device whose units arrive when the client's audio completes
+  them (``wait_until``), whose stopwatches read the wall clock, and whose device work the scheduler orders with every
+  other session's: post-audio work first, earliest arrival first; idle-window work only while none waits, dropped
+  when its own audio arrives; batched forwards and encodings with ``concurrency.batching`` and
+  ``concurrency.batch_encodings``.
+- ``ServedDevice``: that scheduler, run in a thread of its own (``ticktock.replay.realtime.RealTime`` is its time);
+  a session is admitted from the server's thread and runs as a greenlet there.
 
 A client that sends faster than real time is buffered up to ``max_ahead_s`` of audio beyond what the engine has
 taken (``LiveAudioFull`` past it: the server answers with an error event); a unit's latency then counts from when its
-audio arrived, which may be before the server could start it. ``end()`` (the client closed, or said it is done) makes
-the engine end the session after the last complete unit (``AudioEnded``).
+audio arrived, which may be before the server could start it, and it gains no place in the device's order by it.
+``end()`` (the client closed, or said it is done) makes the engine end the session after the last complete unit
+(``AudioEnded``).
 
 Example (a client has sent 1.2 s of audio: unit 0 is complete, 200 ms of unit 1 have arrived)::
 
     >>> from ticktock.sessions.manifest import ChunkSpan
     >>> audio = LiveAudio()
     >>> audio.append(np.full(19_200, 0.1, dtype=np.float32))
-    >>> clock = LiveClock(audio, DeviceQueue())
-    >>> clock.wait_until(1000.0)                      # returns: unit 0's last sample has arrived
+    >>> audio.holds(1000.0), audio.holds(2000.0)             # unit 0's last sample has arrived, unit 1's has not
+    (True, False)
     >>> len(audio.chunk(ChunkSpan(0, 0.0, 1.0, True))), audio.completed_at(0) is not None, audio.completed_at(1)
     (16000, True, None)
     >>> audio.arriving(ChunkSpan(1, 1.0, 2.0, True), budget_ms=800.0).arrived_ms()
     200.0
-    >>> audio.end(); clock.wait_until(2000.0)
+    >>> audio.end(); audio.wait_for(2000.0)
     Traceback (most recent call last):
     ...
     ticktock.replay.audio_source.AudioEnded: the audio ended at 1200 ms, before 2000 ms
@@ -38,16 +42,16 @@ Example (a client has sent 1.2 s of audio: unit 0 is complete, 200 ms of unit 1 
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from contextlib import contextmanager
 from typing import Callable
 
 import numpy as np
 
-from ticktock.clocks.base import Clock, DeviceWork, WorkDone
-from ticktock.clocks.wall import WallStopwatch
 from ticktock.replay.audio_source import AudioEnded
+from ticktock.replay.device import DeviceClosed, SessionLane, SharedDevice
+from ticktock.replay.realtime import RealTime
 from ticktock.sessions.audio import SAMPLE_RATE
 
 MAX_AHEAD_S = 30.0  # audio a client may send beyond what the engine has taken (faster than real time)
@@ -75,6 +79,8 @@ class LiveAudio:
         self._taken = 0  # samples up to the end of the last unit the engine took
         self._completed: dict[int, float] = {}
         self.ended = False
+        self.last_chunk = np.zeros(0, dtype=np.float32)  # the samples of the last unit the engine took
+        self.on_change: Callable[[], None] = lambda: None  # after every append and at the end: the device's poke
 
     # ---------------------------------------------------------------------------------- the server's side
 
@@ -96,12 +102,14 @@ class LiveAudio:
             for unit in range(before // self.unit_samples, self._received // self.unit_samples):
                 self._completed[unit] = now
             self._changed.notify_all()
+        self.on_change()
 
     def end(self) -> None:
         """No more audio: the engine ends the session after the last complete unit."""
         with self._changed:
             self.ended = True
             self._changed.notify_all()
+        self.on_change()
 
     def received_samples(self) -> int:
         with self._changed:
@@ -115,6 +123,21 @@ class LiveAudio:
             return self._completed.get(unit)
 
     # ---------------------------------------------------------------------------------- the engine's side
+
+    def holds(self, at_ms: float) -> bool:
+        """Whether a wait for the audio to reach ``at_ms`` is over: it has, or the audio has ended."""
+        with self._changed:
+            return self.ended or self._received >= self._samples_at(at_ms)
+
+    def reached_at(self, at_ms: float) -> float | None:
+        """When the audio reached ``at_ms`` (a unit's end: the ``time.perf_counter()`` of its last sample); or None."""
+        needed = self._samples_at(at_ms)
+        if needed % self.unit_samples:
+            return None
+        return self.completed_at(needed // self.unit_samples - 1)
+
+    def _samples_at(self, at_ms: float) -> int:
+        return int(round(at_ms * self.sample_rate / 1000.0))
 
     def wait_for(self, at_ms: float) -> None:
         """Block until the audio has reached ``at_ms`` from the session's start; ``AudioEnded`` if it ends first."""
@@ -131,6 +154,7 @@ class LiveAudio:
         start, end = self._bounds(span)
         with self._changed:
             piece = self._kept[start - self._base: end - self._base].copy()
+            self.last_chunk = piece
             self._taken = max(self._taken, end)
             self._drop_before(start)
         return piece
@@ -177,69 +201,89 @@ class LiveArrivingAudio:
         return self._audio.arrived(self._span)[start:]
 
 
-class DeviceQueue:
-    """One model shared by several live sessions: their device work runs one piece at a time, in the order it asked
-    (a ticket lock, first come first served). ``hold()`` is a context manager; ``waited_ms`` of a piece is its wait."""
+class LiveLane(SessionLane):
+    """A served session's lane on the served device: its units arrive when the client's audio completes them.
 
-    def __init__(self):
-        self._turn = threading.Condition()
-        self._next_ticket = 0
-        self._serving = 0
+    ``wait_until(at_ms)`` returns once the audio has reached ``at_ms`` (``AudioEnded`` if the stream ends first), while
+    the device serves other sessions. The unit's post-audio phase opens when its last sample arrived (so a wait for
+    the device counts in its latency), and its place in the device's earliest-arrival-first order is that moment, but
+    never earlier than real-time pace allows (``start_ms + at_ms``): a client that sends ahead gains no priority.
+    ``wait_event(until, timeout_s)`` waits for another outside event (a tool's output from the client).
+    """
 
-    @contextmanager
-    def hold(self):
-        with self._turn:
-            ticket = self._next_ticket
-            self._next_ticket += 1
-            while ticket != self._serving:
-                self._turn.wait()
-        try:
-            yield
-        finally:
-            with self._turn:
-                self._serving += 1
-                self._turn.notify_all()
-
-
-class LiveStopwatch(WallStopwatch):
-    """Measured wall time of one phase of a live session: device work holds the ``DeviceQueue``, and ``wait`` really
-    waits (time passes: the audio is arriving)."""
-
-    def __init__(self, synchronize: Callable[[], None], device: DeviceQueue):
-        super().__init__(synchronize)
-        self.device = device
-
-    def wait(self, ms: float) -> None:
-        if ms > 0:
-            time.sleep(ms / 1000.0)
-            self.waited_ms += ms
-
-    def run(self, work: DeviceWork) -> WorkDone:
-        asked = time.perf_counter()
-        with self.device.hold():
-            waited_ms = (time.perf_counter() - asked) * 1000.0
-            done = super().run(work)
-        done.waited_ms = waited_ms
-        return done
-
-
-class LiveClock(Clock):
-    """The clock of a live session: wall time on this machine, waiting for the session's ``LiveAudio``, with its
-    device work serialised through ``device`` (shared by the sessions of one model)."""
-
-    name = "wall"
-    measured = True
-
-    def __init__(self, audio: LiveAudio, device: DeviceQueue, synchronize: Callable[[], None] | None = None):
+    def __init__(self, device, slot: int, start_ms: float, protocol, audio: LiveAudio):
+        super().__init__(device, slot, start_ms, protocol)
         self.audio = audio
-        self.device = device
-        self.synchronize = synchronize or (lambda: None)
-
-    def stopwatch(self, window_ms: float | None = None) -> LiveStopwatch:
-        return LiveStopwatch(self.synchronize, self.device)
 
     def wait_until(self, at_ms: float) -> None:
-        self.audio.wait_for(at_ms)
+        before = self.local_ms
+        nominal = self.start_ms + at_ms
+        self.device.wait_for(self, lambda: self.audio.holds(at_ms), expected_ms=nominal)
+        self.audio.wait_for(at_ms)  # at once: the audio is there, or it ended (AudioEnded)
+        completed = self.audio.reached_at(at_ms)
+        completed_ms = self.device.realtime.ms_at(completed) if completed is not None else self.current_ms()
+        self.arrival_ms = max(completed_ms, nominal)
+        self.local_ms = max(before, completed_ms)
+
+    def wait_event(self, until, timeout_s: float) -> None:
+        self.device.wait_for(self, until, deadline_ms=self.current_ms() + 1000.0 * timeout_s)
 
     def describe(self) -> dict:
         return {"name": self.name, "live": True}
+
+
+class ServedDevice:
+    """The device of ``ticktock serve``: the replay's scheduler (``SharedDevice``) under real time, in a thread of its
+    own. Sessions are admitted from any thread (``admit``); each runs as a greenlet of that thread, and ends through
+    its lane's ``on_end(error or None)``, called from that thread. ``stop`` ends the thread once its sessions have
+    ended.
+
+    ``clock`` measures the steps (the wall clock, device-synchronised); ``draft_policy``, ``batching``, ``max_batch``
+    and ``batch_encodings`` are the run's (``draft_policy``, ``concurrency.*``).
+    """
+
+    def __init__(self, clock, draft_policy, batching: bool = False, max_batch: int | None = None,
+                 batch_encodings: bool = False):
+        self.realtime = RealTime()
+        self.shared = SharedDevice(clock, draft_policy, batching=batching, max_batch=max_batch,
+                                   batch_encodings=batch_encodings, realtime=self.realtime, fail_alone=True)
+        self.error: BaseException | None = None
+        self._slots = itertools.count()
+        self._open: set = set()  # lanes admitted whose on_end has not been called
+        self._thread = threading.Thread(target=self._serve, name="ticktock-device", daemon=True)
+        self._thread.start()
+
+    def lane(self, audio: LiveAudio, protocol, on_end: Callable[[BaseException | None], None]) -> LiveLane:
+        """A lane for a session starting now, whose audio is ``audio``; ``on_end`` is called once when it ends."""
+        lane = LiveLane(self.shared, next(self._slots), self.realtime.ms(), protocol, audio)
+        lane.on_end = on_end
+        return lane
+
+    def admit(self, lane: LiveLane, target: Callable[[LiveLane], object]) -> None:
+        """Run ``target(lane)`` (the session's replay) on the device; from any thread."""
+        if self.error is not None or self.realtime.stopping:
+            raise RuntimeError(f"the served device has stopped{f' ({self.error!r})' if self.error else ''}")
+        self._open.add(lane)
+        self.shared.admit(lane, target)
+
+    def poke(self) -> None:
+        """Something a session may wait for changed (audio arrived or ended, a tool's output came); from any thread."""
+        self.realtime.poke()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop once the sessions have ended (cancel them first), waiting up to ``timeout_s``."""
+        self.realtime.stop()
+        self._thread.join(timeout_s)
+
+    def _serve(self) -> None:
+        try:
+            self.shared.run(on_finished=self._ended, on_failed=self._ended)
+        except BaseException as err:  # a fault of the scheduler itself: every open session ends with it
+            self.error = err
+        for lane in list(self._open):  # (closed with the device: DeviceClosed ended them)
+            self._ended(lane, self.error or DeviceClosed("the served device stopped"))
+
+    def _ended(self, lane: LiveLane, error: BaseException | None = None) -> None:
+        if lane in self._open:
+            self._open.discard(lane)
+            lane.on_end(error if error is not None else lane.error)

@@ -5,12 +5,13 @@ WebSocket handler reads and writes frames in one coroutine per connection, which
 
 One connection is one session (``ticktock.serve.session.ServedSession``): the handler parses each client frame into
 its typed event (``ticktock.wire.parse_client_event``), appends input audio to the session's ``LiveAudio``, and sends
-what the session's engine thread reports, in order, through a queue bounded in bytes (``serve.max_queue_bytes``): a
-client that stops reading is closed (1008, with a reason) instead of growing the server's memory. Every bad client
-event is answered with an ``error`` event (code and message; a client's own values are echoed ``clipped``) and the
-session goes on; a bad token and a session over ``serve.max_sessions`` are refused with an ``error`` event and a
-1008 close. Sessions share one model (``ServedModel``): their device work runs one piece at a time in the order it
-asked (``ticktock.serve.live.DeviceQueue``).
+what the session's engine reports (from the served device's thread), in order, through a queue bounded in bytes
+(``serve.max_queue_bytes``): a client that stops reading is closed (1008, with a reason) instead of growing the
+server's memory. Every bad client event is answered with an ``error`` event (code and message; a client's own values
+are echoed ``clipped``) and the session goes on; a bad token and a session over ``serve.max_sessions`` are refused with an ``error`` event and a
+1008 close. Sessions share one model (``ServedModel``) on one device, scheduled as a replay's sessions are
+(``ticktock.serve.live.ServedDevice``: post-audio work first, earliest arrival first; idle-window work only while none
+waits; batched with ``concurrency.batching`` and ``concurrency.batch_encodings``).
 
 A session's lifecycle, as vLLM-Omni's duplex server holds it:
 
@@ -65,7 +66,7 @@ CLOSE_WAIT_S = 5.0  # how long a close waits for the client's own close frame be
 SEND_WAIT_S = 5.0  # how long a connection's end waits for its last events to be written
 ABORT_AFTER_S = 30.0  # a closed socket whose client still has not read what waits for it is dropped after this
 SHUTDOWN_S = 2.0  # how long a shutdown waits for every open session's session.closed to be written
-JOIN_S = 10.0  # how long a connection's end waits for its session's thread (a hung-up turn session: its last units)
+JOIN_S = 10.0  # how long a connection's end waits for its session to end (a hung-up turn session: its last units)
 
 
 class ServeOptionError(ConfigError):
@@ -164,7 +165,7 @@ def static_file(name: str) -> web.Response:
 
 class Connection:
     """One client's connection and its session: the client's settings, the outgoing queue (events as JSON text,
-    bounded in bytes) that the handler and the session's thread fill, and the response being spoken (a run of speak
+    bounded in bytes) that the handler and the session's engine fill, and the response being spoken (a run of speak
     units is one response, ended by the next listen unit). ``mode`` is ``duplex`` or ``turns`` (``serving_mode``);
     ``decoder_name`` labels the session with ``model_name``.
 
@@ -201,8 +202,9 @@ class Connection:
     # ------------------------------------------------------------------------------------ the outgoing queue
 
     def send_soon(self, *events: wire.WireEvent) -> None:
-        """Queue events, from any thread (the session's engine thread reports here): on the server's loop at once, so
-        a handler's events keep their order with its ``finish``; from another thread in the order it sent them."""
+        """Queue events, from any thread (the session's engine reports here, from the served device's thread): on the
+        server's loop at once, so a handler's events keep their order with its ``finish``; from another thread in the
+        order it sent them."""
         self._soon(self._queue, events)
 
     def finish_soon(self, *events: wire.WireEvent, code: int = 1000, reason: str = "session ended") -> None:
@@ -212,7 +214,7 @@ class Connection:
     def _soon(self, callback, *args) -> None:
         try:
             on_loop = asyncio.get_running_loop() is self.loop
-        except RuntimeError:  # no loop in this thread: the session's thread
+        except RuntimeError:  # no loop in this thread: the served device's
             on_loop = False
         if on_loop:
             callback(*args)
@@ -296,7 +298,7 @@ class Connection:
                        wire.FunctionCallArgumentsDone.of_call(rid, item), wire.OutputItemDone.of_call(rid, item))
 
     def on_end(self, error: BaseException | None) -> None:
-        """The session's thread ended: the open response's ``response.done``, an ``engine_error`` if it failed, and
+        """The session ended: the open response's ``response.done``, an ``engine_error`` if it failed, and
         ``session.closed`` (``ended``). Nothing, when the connection has already said its last word (a graceful
         close, an expiry, the server's shutdown: ``finish`` keeps the first)."""
         events: list[wire.WireEvent] = [wire.ResponseDone(self.response_id)] if self.response_id else []
@@ -405,7 +407,7 @@ class Server:
         self.options = options
         self.token = options.token()
         self.connections: set[Connection] = set()
-        self.sessions: set[ServedSession] = set()  # every session whose thread may still run
+        self.sessions: set[ServedSession] = set()  # every session that may still run on the device
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=wire.MAX_FRAME_BYTES)
@@ -575,13 +577,14 @@ class Server:
             self.sessions.discard(session)
 
     def stop_sessions(self, timeout_s: float) -> None:
-        """Cancel every session whose thread still runs and wait for them, ``timeout_s`` at most in all (the server
-        is going away: no thread may be left inside the model when the process exits)."""
+        """Cancel every session still running and wait for them, then stop the served device, ``timeout_s`` at most
+        in all (the server is going away: no session may be left inside the model when the process exits)."""
         deadline = time.monotonic() + timeout_s
         for session in list(self.sessions):
             session.cancel()
         for session in list(self.sessions):
             session.join(max(0.0, deadline - time.monotonic()))
+        self.model.close(max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------------ one handler per client event
 
@@ -653,7 +656,7 @@ class Server:
         if connection.turns:
             end_input(session.audio)
             if session.started:
-                return None  # (the session's thread ends after its last unit: on_end)
+                return None  # (the session ends after its last unit: on_end)
             connection.finish(wire.SessionClosed(connection.session_id, "ended"))
             return "close"
         connection.finish(wire.SessionClosed(connection.session_id, event.reason))

@@ -1,16 +1,16 @@
 """One served session: a client's live audio replayed through the one replay loop, unit by unit, in real time.
 
 ``ServedModel`` is what every session of a server shares: the model adapter built once from the config (each
-session replays on a ``replica()``: the same weights, a KV cache of its own), the ``DeviceQueue`` that serialises
-their device work in arrival order, and how to build a decoder and a talker. ``ServedSession`` is one client: it owns
-a ``LiveAudio`` the server appends to, and a thread that runs ``ReplayEngine.replay`` on it (the same engine, decoder
-and talker code as a replay: no second decoding loop). After each unit it reports a ``ServedUnit`` through
-``on_unit``; the server turns that into the wire's events (``ticktock.wire``: its ``UnitReport`` is what of a
-``ServedUnit`` the client is sent).
+session replays on a ``replica()``: the same weights, a KV cache of its own), the ``ServedDevice`` whose scheduler
+orders their device work (the replay's scheduler under real time: ``ticktock.serve.live``), and how to build a decoder
+and a talker. ``ServedSession`` is one client: it owns a ``LiveAudio`` the server appends to, and a lane of the served
+device on which ``ReplayEngine.replay`` runs (the same engine, decoder and talker code as a replay: no second decoding
+loop). After each unit it reports a ``ServedUnit`` through ``on_unit``; the server turns that into the wire's events
+(``ticktock.wire``: its ``UnitReport`` is what of a ``ServedUnit`` the client is sent).
 
 Tool calls stay on the client's side, as in a deployment: the engine's tool executor (``ClientTools``) reports the
-call through ``on_call`` and waits, up to ``tool_timeout_s``, for the client's output (``answer_call``); that output
-enters the next unit after its audio, as a replayed tool response does.
+call through ``on_call`` and waits, up to ``tool_timeout_s``, for the client's output (``answer``), while the device
+serves the other sessions; that output enters the next unit after its audio, as a replayed tool response does.
 
 A unit's served latency (``ServedUnit.served_ms``) counts from the moment its last sample arrived at the server
 (``LiveAudio.completed_at``) to the moment the report is made, on this machine's wall clock; ``post_audio_ms`` is the
@@ -22,13 +22,13 @@ Example (the embedded model and AR; a client streams audio into ``session.audio`
     session = ServedSession(model, "s1", on_unit=print, on_call=print, on_end=print)
     session.start()
     session.audio.append(samples)                             # ... as they arrive
-    session.audio.end()                                       # the client is done: the thread ends after its units
+    session.audio.end()                                       # the client is done: it ends after its units
     session.cancel()                                          # or: stop now, report nothing more (session.close)
+    model.close()                                             # the server is going away: the device stops
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 import uuid
@@ -38,7 +38,7 @@ from typing import Callable
 
 from ticktock.replay.audio_source import AudioEnded
 from ticktock.replay.engine import ChunkTrace, ReplayEngine
-from ticktock.serve.live import DeviceQueue, LiveAudio, LiveClock
+from ticktock.serve.live import LiveAudio, ServedDevice
 from ticktock.sessions.manifest import Session
 
 MAX_SESSION_S = 3600.0  # the longest a served session may last (its units are numbered up to here)
@@ -70,19 +70,32 @@ class ServedUnit:
 
 
 class ServedModel:
-    """What the sessions of one server share: the model, the device queue, the config that builds decoders and
-    talkers. Built once, before the server listens (so a bad config fails before anything is served)."""
+    """What the sessions of one server share: the model, the served device (its scheduler: ``draft_policy`` and
+    ``concurrency.batching``, ``concurrency.max_batch``, ``concurrency.batch_encodings`` of the config), the config
+    that builds decoders and talkers. Built once, before the server listens (so a bad config fails before anything is
+    served); ``close`` stops the device."""
 
     def __init__(self, cfg):
+        from ticktock.clocks.wall import WallClock
         from ticktock.decoders.selection import Sampling
+        from ticktock.replay.concurrency import ConcurrencySettings
         from ticktock.replay.config import build, build_checked
         from ticktock.adapters.base import ModelAdapter
 
         self.cfg = cfg
+        self.concurrency = ConcurrencySettings.parse(cfg.get("concurrency"))
+        policy = build(cfg.draft_policy)
         self.adapter = build_checked(cfg.model, "model", ModelAdapter)
-        self.device = DeviceQueue()
+        self.clock = WallClock(self.adapter.synchronize)
+        self.device = ServedDevice(self.clock, policy, batching=self.concurrency.batching,
+                                   max_batch=self.concurrency.max_batch,
+                                   batch_encodings=self.concurrency.batch_encodings)
         self.sampling = Sampling(seed=cfg.seed, **cfg.sampling)
         self._build = build
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the device once its sessions have ended (cancel them first), waiting up to ``timeout_s``."""
+        self.device.stop(timeout_s)
 
     @property
     def model_name(self) -> str:
@@ -105,15 +118,17 @@ class ServedModel:
         """A fresh decoder of the config's ``decoder`` (each session has its own: decoders keep per-session state)."""
         return self._build(self.cfg.decoder)
 
-    def engine(self, audio: LiveAudio, tools):
-        """A replay engine for one session: a replica of the model, a fresh decoder, a live clock, its talker."""
+    def engine(self, lane, tools):
+        """A replay engine for one session on its lane of the served device: a replica of the model, a fresh
+        decoder, its talker."""
         from ticktock.replay.injection import ToolCallInjector
         from ticktock.replay.config import build_speech
 
-        adapter = self.adapter.replica()
-        clock = LiveClock(audio, self.device, adapter.synchronize)
-        return ReplayEngine(adapter, self.decoder(), clock, self.sampling, ToolCallInjector(tools),
-                            None, build_speech(self.cfg, clock))
+        engine = ReplayEngine(self.adapter.replica(), self.decoder(), self.clock, self.sampling,
+                              ToolCallInjector(tools), None, build_speech(self.cfg, self.clock))
+        engine.clock = lane
+        lane.where = lambda: engine.where
+        return engine
 
 
 class ServedAudio(LiveAudio):
@@ -147,53 +162,57 @@ class ServedAudio(LiveAudio):
 
 class ClientTools:
     """The engine's tool executor for a served session: a call is reported to the client (``on_call(call_id,
-    call)``) and answered by the client's output (``answer``), awaited up to ``timeout_s``; no answer in time is
-    answered with an error object, so the session goes on."""
+    call)``) and answered by the client's output (``answer``, from the server's thread), awaited up to ``timeout_s``
+    on the session's lane (``wait_event``: the device serves the other sessions meanwhile); no answer in time is
+    answered with an error object, so the session goes on. ``poke`` wakes the device when an answer comes."""
 
     def __init__(self, on_call: Callable[[str, dict], None], timeout_s: float = TOOL_TIMEOUT_S):
         self.on_call = on_call
         self.timeout_s = timeout_s
-        self._answers: dict[str, queue.Queue] = {}
+        self.wait_event: Callable[[Callable[[], bool], float], None] | None = None  # the lane's (set at start)
+        self.poke: Callable[[], None] = lambda: None
+        self._answers: dict[str, str | None] = {}
         self.cancelled = False
 
     def respond(self, call: dict) -> str:
         call_id = f"call_{uuid.uuid4().hex[:16]}"
-        answer: queue.Queue = queue.Queue(maxsize=1)
-        self._answers[call_id] = answer
         if self.cancelled:
-            self._answers.pop(call_id, None)
             return '{"error": "the session was closed"}'
+        self._answers[call_id] = None
         self.on_call(call_id, call)
         try:
-            return answer.get(timeout=self.timeout_s)
-        except queue.Empty:
-            return f'{{"error": "the client sent no output for call {call_id} within {self.timeout_s:g} s"}}'
+            self.wait_event(lambda: self._answers.get(call_id) is not None or self.cancelled, self.timeout_s)
+            answer = self._answers.get(call_id)
         finally:
             self._answers.pop(call_id, None)
+        if answer is not None:
+            return answer
+        if self.cancelled:
+            return '{"error": "the session was closed"}'
+        return f'{{"error": "the client sent no output for call {call_id} within {self.timeout_s:g} s"}}'
 
     def cancel(self) -> None:
-        """The session is closed: every call still waiting is answered with an error object at once (and later ones
-        too), so the session's thread is not held for ``timeout_s``."""
+        """The session is closed: a call still waiting is answered with an error object at once (and later ones
+        too), so the session is not held for ``timeout_s``."""
         self.cancelled = True
-        for call_id in list(self._answers):
-            self.answer(call_id, '{"error": "the session was closed"}')
+        self.poke()
 
     def answer(self, call_id: str, output: str) -> bool:
-        """Deliver the client's output for ``call_id``; False when no call of that id is waiting."""
-        waiting = self._answers.get(call_id)
-        if waiting is None:
+        """Deliver the client's output for ``call_id``; False when no call of that id is waiting (answered twice: the
+        first answer stands)."""
+        if call_id not in self._answers:
             return False
-        try:
-            waiting.put_nowait(output)
-        except queue.Full:  # answered twice: the first answer stands
-            pass
+        if self._answers.get(call_id) is None:
+            self._answers[call_id] = output
+            self.poke()
         return True
 
 
 class ServedSession:
     """One client's session (see the module docstring). ``on_unit(ServedUnit)`` as soon as a unit is decided,
     ``on_speech(unit, samples, sample_rate)`` once a talker has spoken it, ``on_call(call_id, call)`` and
-    ``on_end(error or None)`` are called from the session's thread."""
+    ``on_end(error or None)`` are called from the served device's thread (``on_end`` from the caller's when the
+    session never started)."""
 
     def __init__(self, model: ServedModel, session_id: str, on_unit, on_call, on_end, system_prompt: str | None = None,
                  tools: tuple = (), max_ahead_s: float = 30.0, tool_timeout_s: float = TOOL_TIMEOUT_S, on_speech=None):
@@ -201,17 +220,20 @@ class ServedSession:
         self.session = Session(session_id, "live", LIVE_AUDIO_PATH, MAX_SESSION_S,
                                system_prompt=system_prompt, tools=tuple(tools))
         self.audio = ServedAudio(max_ahead_s=max_ahead_s)
+        self.audio.on_change = model.device.poke
         self.tools = ClientTools(on_call, tool_timeout_s)
+        self.tools.poke = model.device.poke
         self.on_unit = on_unit
         self.on_speech = on_speech
         self.on_end = on_end
         self.units: list[ServedUnit] = []
         self.cancelled = False
-        self._thread: threading.Thread | None = None
+        self._lane = None
+        self._ended = threading.Event()
 
     def configure(self, system_prompt: str | None = None, tools: tuple | None = None) -> None:
         """Change the prompt or tools before the session starts (``session.update``)."""
-        if self._thread is not None:
+        if self._lane is not None:
             raise RuntimeError("the session has started: its prompt and tools are fixed")
         changes = {k: v for k, v in (("system_prompt", system_prompt), ("tools", tools)) if v is not None}
         if "tools" in changes:
@@ -220,53 +242,60 @@ class ServedSession:
 
     @property
     def started(self) -> bool:
-        return self._thread is not None
+        return self._lane is not None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"ticktock-session-{self.session.session_id}",
-                                        daemon=True)
-        self._thread.start()
+        """Admit the session to the served device: its replay starts there."""
+        self._lane = self.model.device.lane(self.audio, self.model.adapter.protocol, self._end)
+        self.tools.wait_event = self._lane.wait_event
+        self.model.device.admit(self._lane, self._run)
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """End the audio and wait for the session's thread (it ends after its remaining whole units)."""
+        """End the audio and wait for the session (it ends after its remaining whole units)."""
         self.audio.end()
-        if self._thread is None:
-            self.on_end(None)  # no audio ever came: the session ends here
+        if self._lane is None:
+            self._end(None)  # no audio ever came: the session ends here
         else:
-            self._thread.join(timeout_s)
+            self._ended.wait(timeout_s)
 
     def cancel(self) -> None:
         """Stop now (a graceful ``session.close``, a closed socket, the server's shutdown): nothing more is reported,
         no unit not yet being decided is decided, a tool call waiting for its output is answered with an error.
-        ``on_end`` is still called once the thread ends (at once when no audio ever came). Returns at once; ``join``
-        waits for the thread."""
+        ``on_end`` is still called once the session ends (at once when no audio ever came). Returns at once; ``join``
+        waits for the end."""
         if self.cancelled:
             return
         self.cancelled = True
         self.tools.cancel()
         self.audio.cancel()
-        if self._thread is None:
-            self.on_end(None)
+        if self._lane is None:
+            self._end(None)
 
     def join(self, timeout_s: float) -> None:
-        """Wait up to ``timeout_s`` for the session's thread to end (nothing to wait for when it never started)."""
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        """Wait up to ``timeout_s`` for the session to end (nothing to wait for when it never started)."""
+        if self._lane is not None:
+            self._ended.wait(timeout_s)
 
     @property
     def running(self) -> bool:
-        """Whether the session's thread is still running."""
-        return self._thread is not None and self._thread.is_alive()
+        """Whether the session is still running on the device."""
+        return self._lane is not None and not self._ended.is_set()
 
-    def _run(self) -> None:
-        error = None
-        try:
-            engine = self.model.engine(self.audio, self.tools)
-            engine.replay(self.session, self.audio, on_decided=self._report, on_spoken=self._speech)
-        except Exception as err:  # the session fails alone: the server reports it and serves the others
-            error = err
-        finally:
-            self.on_end(error)
+    def _end(self, error: BaseException | None) -> None:
+        if self._ended.is_set():
+            return
+        self._ended.set()
+        self.on_end(error)
+
+    def _run(self, lane) -> None:
+        """The session's replay, in its greenlet on the served device (an error ends it alone: ``on_end(error)``)."""
+        engine = self.model.engine(lane, self.tools)
+        lane.session = self.session
+
+        def observe(chunk) -> None:  # what the draft policy may read of the unit
+            lane.observe_chunk(chunk.kind, chunk.output, self.audio.last_chunk)
+
+        engine.replay(self.session, self.audio, on_decided=self._report, on_spoken=self._speech, on_chunk=observe)
 
     def _words(self, output) -> str:
         """The words a unit says (its spoken tokens decoded as they are, spaces kept, so units join into the reply)."""
