@@ -5,6 +5,10 @@ the test ends."""
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
+
+from ticktock.replay.audio_source import AudioEnded
 
 
 @contextlib.contextmanager
@@ -34,3 +38,28 @@ async def events_until_closed(connection, stream, received: list | None = None) 
             break
     await sending
     return received
+
+
+PIECE_MS = 100  # a streaming client's appends
+
+
+def stream(audio, samples, seconds: float, piece_ms: int = PIECE_MS, began: float | None = None) -> threading.Thread:
+    """A client streaming the first ``seconds`` of ``samples`` in real time, one piece every ``piece_ms`` scheduled on
+    a monotonic deadline from its start (no drift; ``began``: that start, ``time.monotonic()``, for clients that
+    stream in step), then ending the stream."""
+    piece = 16 * piece_ms
+    start_at = began
+
+    def send():
+        began = time.monotonic() if start_at is None else start_at
+        for k, start in enumerate(range(0, int(seconds * 16_000), piece)):
+            time.sleep(max(0.0, began + k * piece_ms / 1000.0 - time.monotonic()))
+            try:
+                audio.append(samples[start: start + piece])
+            except AudioEnded:  # the session was closed: this client stops
+                return
+        audio.end()
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    return sender

@@ -23,27 +23,11 @@ from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
 
 from helpers import outputs
+from served import stream
 from helpers import replay as replay_session
 
 UNITS = 5
 PIECE_MS = 100
-
-
-def stream(audio: LiveAudio, samples: np.ndarray, seconds: float, piece_ms: int = PIECE_MS) -> threading.Thread:
-    """A client streaming the first ``seconds`` of ``samples`` in real time, one piece every ``piece_ms`` scheduled on
-    a monotonic deadline from its start (no drift), then ending the stream."""
-    piece = 16 * piece_ms
-
-    def send():
-        began = time.monotonic()
-        for k, start in enumerate(range(0, int(seconds * 16_000), piece)):
-            time.sleep(max(0.0, began + k * piece_ms / 1000.0 - time.monotonic()))
-            audio.append(samples[start: start + piece])
-        audio.end()
-
-    sender = threading.Thread(target=send, daemon=True)
-    sender.start()
-    return sender
 
 
 def shipped(name):

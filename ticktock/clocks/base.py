@@ -72,6 +72,16 @@ class WindowClosed(Exception):
     window may catch it to keep the drafts it already has; the engine rolls the model state back otherwise."""
 
 
+class WindowOver(BaseException):
+    """An idle window that goes on asking for work after its work was dropped (``WindowClosed``, caught by the
+    decoder, ``MAX_REFUSED`` times): the shared device ends the window here. A ``BaseException``, so a decoder's
+    ``except Exception`` cannot keep asking for ever; the engine ends the window and rolls the model back, and the
+    chunk's post-audio pass runs as usual."""
+
+
+MAX_REFUSED = 64  # idle-window work an idle window may ask for after its window closed, before ``WindowOver``
+
+
 @dataclass
 class WorkDone:
     """The result of device work, its measured ``wall_ms`` and the ``charged_ms`` the clock counted for it;

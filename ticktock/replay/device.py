@@ -69,7 +69,8 @@ from typing import Callable
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
-from ticktock.clocks.base import ENCODE, FORWARD, TALK, Clock, DeviceWork, Stopwatch, WindowClosed, WorkDone
+from ticktock.clocks.base import (ENCODE, FORWARD, MAX_REFUSED, TALK, Clock, DeviceWork, Stopwatch, WindowClosed,
+                                  WindowOver, WorkDone)
 from ticktock.replay.realtime import RealTime
 from ticktock.replay.watchdog import ChunkTimeout
 from ticktock.scheduling.base import DraftCandidate
@@ -183,6 +184,7 @@ class LaneStopwatch(Stopwatch):
         self.opened = lane.local_ms
         self.closes = None if window_ms is None else self.opened + window_ms
         self.steps = 0
+        self.refused = 0  # idle-window work dropped because the window had closed
         self._busy_at_open = lane.busy_now()
 
     def elapsed_ms(self) -> float:
@@ -192,8 +194,15 @@ class LaneStopwatch(Stopwatch):
         return self.lane.busy_now() - self._busy_at_open
 
     def run(self, work: DeviceWork) -> WorkDone:
+        if self.refused >= MAX_REFUSED:
+            raise WindowOver(f"slot {self.lane.slot}: idle-window work asked for {self.refused} times after the window "
+                             "closed; the window ends here")
         self.steps += 1
-        return self.lane.device.submit(self.lane, work, self)
+        try:
+            return self.lane.device.submit(self.lane, work, self)
+        except WindowClosed:
+            self.refused += 1
+            raise
 
     def _advance(self, ms: float) -> None:
         self.lane.device.sleep(self.lane, self.lane.current_ms() + ms, self.closes)

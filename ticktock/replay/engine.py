@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ticktock.adapters.base import ModelAdapter
 from ticktock.sessions.audio import SAMPLE_RATE
-from ticktock.clocks.base import Clock, WindowClosed
+from ticktock.clocks.base import Clock, WindowClosed, WindowOver
 from ticktock.decoders.counters import ChunkCounters, ForwardRecord
 from ticktock.decoders.step import ChunkStep
 from ticktock.decoders.contract import Decoder
@@ -205,7 +205,8 @@ class ReplayEngine:
         before = self.adapter.snapshot()
         try:
             self.decoder.idle(window)
-        except WindowClosed:  # a shared device dropped draft work the decoder did not handle: roll the model back
+        except (WindowClosed, WindowOver):  # a shared device dropped idle work the decoder did not handle, or ended a
+            # window that kept asking after that: roll the model back
             self.adapter.restore(before)
         self.adapter.synchronize()
         counters = state.counters_for(index)

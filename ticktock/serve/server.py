@@ -8,10 +8,10 @@ its typed event (``ticktock.wire.parse_client_event``), appends input audio to t
 what the session's engine reports (from the served device's thread), in order, through a queue bounded in bytes
 (``serve.max_queue_bytes``): a client that stops reading is closed (1008, with a reason) instead of growing the
 server's memory. Every bad client event is answered with an ``error`` event (code and message; a client's own values
-are echoed ``clipped``) and the session goes on; a bad token and a session over ``serve.max_sessions`` are refused with an ``error`` event and a
-1008 close. Sessions share one model (``ServedModel``) on one device, scheduled as a replay's sessions are
-(``ticktock.serve.live.ServedDevice``: post-audio work first, earliest arrival first; idle-window work only while none
-waits; batched with ``concurrency.batching`` and ``concurrency.batch_encodings``).
+are echoed ``clipped``) and the session goes on; a bad token and a session over ``serve.max_sessions`` are refused
+with an ``error`` event and a 1008 close. Sessions share one model (``ServedModel``) on one device, scheduled as a
+replay's sessions are (``ticktock.serve.live.ServedDevice``: post-audio work first, earliest arrival first; idle-window
+work only while none waits; batched with ``concurrency.batching`` and ``concurrency.batch_encodings``).
 
 A session's lifecycle, as vLLM-Omni's duplex server holds it:
 
