@@ -1,6 +1,6 @@
 """A ``ticktock serve`` server on loopback for the serve tests (a helper module, not a conftest): composed and built
-like the command, listening on a free port in a thread of its own (``ticktock.serve.__main__.serving_in_thread``), stopped (every session closed) when
-the test ends."""
+like the command, listening on a free port in a thread of its own (``ticktock.serve.__main__.serving_in_thread``),
+stopped (every session closed) when the test ends; and a client streaming audio in real time (``stream``)."""
 
 from __future__ import annotations
 

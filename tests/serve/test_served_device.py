@@ -31,7 +31,7 @@ from helpers import replay as replay_alone
 from served import stream
 
 COST_MS = 60.0  # every scripted forward
-STARTS_MS = (0.0, 530.0)  # session B starts while A drafts: every arrival and window close is >= 30 ms from a step's start
+STARTS_MS = (0.0, 530.0)  # B starts while A drafts: every arrival and window close is >= 30 ms after a step's start
 UNITS = 4
 
 
