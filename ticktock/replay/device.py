@@ -71,6 +71,7 @@ from greenlet import GreenletExit, getcurrent, greenlet
 
 from ticktock.clocks.base import (ENCODE, FORWARD, MAX_REFUSED, TALK, Clock, DeviceWork, Stopwatch, WindowClosed,
                                   WindowOver, WorkDone)
+from ticktock.replay.measured_costs import MeasuredCosts
 from ticktock.replay.realtime import RealTime
 from ticktock.replay.watchdog import ChunkTimeout
 from ticktock.scheduling.base import DraftCandidate
@@ -108,6 +109,11 @@ def device_time(ms: float, what: str) -> float:
         raise DeviceTimeError(f"{what}: device time {ms!r} ms is not a finite number of milliseconds from 0 to "
                               f"{MAX_DEVICE_MS:g}")
     return ms
+
+
+def work_size(work: DeviceWork) -> float:
+    """What a piece of work's measured cost grows with: a forward's query tokens, an encoding's share of its chunk."""
+    return work.query_tokens if work.kind == FORWARD else work.audio_fraction
 
 
 class SessionLane(Clock):
@@ -332,8 +338,7 @@ class SharedDevice:
         self._started: list[SessionLane] = []
         self._closed = False
         self._order = 0
-        self._measured_ms, self._measured_steps = 0.0, 0
-        self._encode_ms, self._encode_steps = 0.0, 0  # measured single encodings (a measuring clock's estimate)
+        self.measured = MeasuredCosts()  # what steps cost so far: a measuring clock's estimates
         self._first_start: float | None = None
         self._last_end = 0.0
 
@@ -584,26 +589,24 @@ class SharedDevice:
         return request.estimate_ms
 
     def _estimate_ms(self, work: DeviceWork) -> float:
-        """The expected cost of a forward or an encoding: the clock's own estimate (a cost profile), else the mean
-        measured cost of the steps of its kind so far."""
+        """The expected cost of a forward or an encoding: the clock's own estimate (a cost profile), else what work of
+        its kind and size cost so far (``MeasuredCosts``)."""
         if work.kind == ENCODE:
             estimate = self.clock.estimate_encode_ms([(work.audio_fraction, work.first_audio)])
-            total, steps = self._encode_ms, self._encode_steps
         else:
             estimate = self.clock.estimate_ms(work.query_tokens, work.context_tokens)
-            total, steps = self._measured_ms, self._measured_steps
-        if estimate is not None:
-            return estimate
-        return total / steps if steps else 0.0
+        return estimate if estimate is not None else self.measured.estimate(work.kind, work_size(work))
 
     def _estimate_step_ms(self, works: list[DeviceWork]) -> float:
         """The expected cost of a batched step of these forwards or encodings: the clock's batch estimate, else (a
-        measuring clock) the dearest of them alone."""
+        measuring clock) the members' measured costs alone times the batch factor measured so far."""
         if works[0].kind == ENCODE:
             estimate = self.clock.estimate_encode_ms([(w.audio_fraction, w.first_audio) for w in works])
         else:
             estimate = self.clock.estimate_batch_ms([(w.query_tokens, w.context_tokens) for w in works])
-        return estimate if estimate is not None else max(self._estimate_ms(w) for w in works)
+        if estimate is not None:
+            return estimate
+        return self.measured.estimate_batch(works[0].kind, [self._estimate_ms(w) for w in works])
 
     def _batch(self, urgent: list[Request]) -> list[Request]:
         """The first waiting request, and with batching (or, for an encoding, ``batch_encodings``) every other waiting
@@ -613,7 +616,15 @@ class SharedDevice:
         if kind == TALK or not (self.batching or self._batches(kind)):  # a talker's pieces run one at a time
             return [first]
         limit = self.max_batch or len(urgent)
-        return [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]
+        batch = [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]
+        return batch if self._batch_pays(batch) else [first]
+
+    def _batch_pays(self, batch: list[Request]) -> bool:
+        """Whether ``batch`` is expected to cost less as one step than one after another: a cost profile batches
+        whenever asked; a measuring clock only where the batches it measured say so (``MeasuredCosts.batch_pays``)."""
+        if len(batch) < 2 or not self.clock.measured:
+            return True
+        return self.measured.batch_pays(batch[0].work.kind, [self._estimate(r) for r in batch])
 
     def _execute(self, batch: list[Request]) -> None:
         """Run one device step; past the watchdog's limit, its sessions' requests end with the ``ChunkTimeout``
@@ -663,15 +674,17 @@ class SharedDevice:
         if len(batch) == 1:
             done = self.clock.stopwatch().run(batch[0].work)
             results, wall, cost = [done.result], done.wall_ms, done.charged_ms
-            self._measured(batch[0].work.kind, cost)
+            self.measured.add(batch[0].work.kind, work_size(batch[0].work), cost)
         elif batch[0].work.kind == FORWARD:
             results, wall, cost = self._run_batch([r.work for r in batch])
             self.stats.batched_steps += 1
             self.stats.batched_forwards += len(batch)
+            self.measured.add_batch(FORWARD, cost, [self._estimate_ms(r.work) for r in batch])
         elif self.batch_encodings:
             results, wall, cost = self._run_batch([r.work for r in batch])
             self.stats.batched_encode_steps += 1
             self.stats.batched_encodings += len(batch)
+            self.measured.add_batch(ENCODE, cost, [self._estimate_ms(r.work) for r in batch])
         else:  # audio encodings of sessions waiting together: one step, one after another (no batching gain)
             done = [self.clock.stopwatch().run(r.work) for r in batch]
             results, wall, cost = [d.result for d in done], sum(d.wall_ms for d in done), sum(d.charged_ms for d in done)
@@ -707,13 +720,6 @@ class SharedDevice:
         if encoding:
             return results, wall, watch.charge_encode_batch([(w.audio_fraction, w.first_audio) for w in works], wall)
         return results, wall, watch.charge_batch([(w.query_tokens, w.context_tokens) for w in works], wall)
-
-    def _measured(self, kind: str, cost: float) -> None:
-        """Count a single step's cost into the mean a measuring clock's estimates use (forwards, encodings)."""
-        if kind == FORWARD:
-            self._measured_ms, self._measured_steps = self._measured_ms + cost, self._measured_steps + 1
-        elif kind == ENCODE:
-            self._encode_ms, self._encode_steps = self._encode_ms + cost, self._encode_steps + 1
 
     def _advance(self, stall_ok: bool = False) -> bool:
         """Move the device's time to the next wake-up; False when nobody waits for time (a stall, unless

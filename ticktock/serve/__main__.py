@@ -178,6 +178,22 @@ async def serve(server, what: str, started=None, handle_signals: bool = False) -
     finally:
         await runner.cleanup()  # closes every open session with session.closed
         await asyncio.get_running_loop().run_in_executor(None, server.stop_sessions, SESSIONS_STOP_S)
+        print(f"ticktock serve: stopped; the device {device_words(server.model.device.shared.stats)}", flush=True)
+
+
+def device_words(stats) -> str:
+    """What the served device did, in one line (``DeviceStats``: its steps and where its time went, wall clock).
+
+    >>> from ticktock.replay.device import DeviceStats
+    >>> device_words(DeviceStats(steps=10, post_audio_steps=6, batched_steps=2, batched_forwards=5, busy_ms=900.0,
+    ...                          post_audio_busy_ms=700.0, draft_busy_ms=200.0, dropped_drafts=1))
+    'ran 10 steps (6 post-audio, 2 batched of 5 forwards, 0 batched encodings), busy 0.9 s (post-audio 0.7 s, idle work 0.2 s, talker 0.0 s), 1 idle-window piece dropped'
+    """
+    return (f"ran {stats.steps} steps ({stats.post_audio_steps} post-audio, {stats.batched_steps} batched of "
+            f"{stats.batched_forwards} forwards, {stats.batched_encode_steps} batched encodings), busy "
+            f"{stats.busy_ms / 1000:.1f} s (post-audio {stats.post_audio_busy_ms / 1000:.1f} s, idle work "
+            f"{stats.draft_busy_ms / 1000:.1f} s, talker {stats.talker_busy_ms / 1000:.1f} s), {stats.dropped_drafts} "
+            f"idle-window piece{'' if stats.dropped_drafts == 1 else 's'} dropped")
 
 
 @contextlib.contextmanager
