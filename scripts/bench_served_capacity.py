@@ -73,8 +73,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def run_overrides(url: str, args, *extra: str) -> list[str]:
+    """The live run's overrides: the user's (``task=fdb_v3`` unless they name a task), then the script's own N (which
+    replace any the user gave for the same key)."""
     task = [] if any(o.startswith("task=") for o in args.overrides) else ["task=fdb_v3"]
-    return [f"model.url={url}", *task, "progress=false", *args.overrides, *extra]
+    own = {o.split("=", 1)[0] for o in extra}
+    return [f"model.url={url}", *task, "progress=false", *[o for o in args.overrides if o.split("=", 1)[0] not in own],
+            *extra]
 
 
 def live_run(url: str, folder: Path, args, *extra: str) -> Path:

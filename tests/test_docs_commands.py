@@ -127,6 +127,11 @@ RULES: dict[str, Rule] = {
     # docs/serving.md (and the README)
     "python -m ticktock.serve decoder=speclisten_stream talker=espeak":
         Rule(ELSEWHERE, where="tests/serve/test_serve_command.py", why="a server runs until Ctrl-C: run there"),
+    "python -m ticktock.serve decoder=speclisten_stream concurrency.batching=true concurrency.batch_encodings=true":
+        Rule(ELSEWHERE, where="tests/serve/test_served_device.py", why="a server runs until Ctrl-C: its sessions there"),
+    "python scripts/bench_served_capacity.py":
+        Rule(LIMIT, f"--decoders ar --batching false --ns 2 --speak-ns 1 {TWO_SESSIONS}", says="served capacity",
+             why="about 40 minutes for every decoder and sharing"),
     "python scripts/bench_serve.py": Rule(LIMIT, "--runs 1 --sessions 1 --seconds 3", says="speak-unit speedup",
                                           why="about 4 minutes for 4 sessions x 3 runs"),
     "python -m ticktock.run -m clock.profile=configs/profiles/a100-8b-derived.yaml,configs/profiles/a100-8b-published-encoder.yaml "

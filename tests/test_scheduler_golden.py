@@ -7,7 +7,10 @@ could run at N = 1, 2 and 4 (and two with batching of post-audio forwards: batch
 step counts, recorded with the thread scheduler (commit 1f4aa0c) on the fixture model and the a100-8b-derived
 profile. The test replays the same and compares. Re-recorded once on purpose (issue 46): an idle-window audio
 encoding is now expected to cost the profile's encoding, not a forward's, so a low-value one that would delay
-another session's arriving chunk is declined (one more decline at N = 4; every output token unchanged).
+another session's arriving chunk is declined (one more decline at N = 4; every output token unchanged). Re-recorded on
+purpose again (issue 52): no idle work starts unless it is expected to end before the next session's chunk arrives,
+whatever its tier (2 to 6 more declines per case; every output token unchanged, every case's summed response time
+2 to 5% lower).
 
 Regenerate only on purpose (a deliberate change of scheduling): ``python tests/test_scheduler_golden.py --write``.
 """

@@ -31,7 +31,7 @@ from helpers import replay as replay_alone
 from served import stream
 
 COST_MS = 60.0  # every scripted forward
-STARTS_MS = (0.0, 530.0)  # B starts while A drafts: every arrival and window close is >= 30 ms after a step's start
+STARTS_MS = (0.0, 530.0)  # B starts while A drafts: every arrival and window close is >= 40 ms after a step's start
 UNITS = 4
 
 
@@ -118,13 +118,14 @@ def test_the_served_device_is_the_replays_scheduler_and_makes_its_choices_on_a_s
     served, served_device = served_trace()
     assert type(served_device.shared) is type(device) is SharedDevice
     assert choices(served) == choices(modeled)
-    assert choices(modeled)[:10] == [(0, "post")] * 2 + [(0, "draft")] * 7 + [(1, "post")]  # B arrives mid-draft
+    # A drafts until a draft would still run when B's unit arrives (1530 ms): the device idles instead, and B's
+    # post-audio work starts on its arrival.
+    assert choices(modeled)[:10] == [(0, "post")] * 2 + [(0, "draft")] * 6 + [(1, "post")] * 2
     assert (0, "dropped") in choices(modeled) and (1, "dropped") in choices(modeled)  # drafts waiting at arrival
-    # A drafting session holds another's post-audio work at most one forward: on the modeled clock exactly, served
-    # within the wall clock's own jitter.
-    waits = [entry[2] for entry in modeled if entry[1] == "waited"]
-    assert max(waits) <= COST_MS and any(w > 0 for w in waits)
-    assert max(entry[2] for entry in served if entry[1] == "waited") <= COST_MS + 25.0
+    # A drafting session never delays another's post-audio work: not at all on the modeled clock, and served by less
+    # than one forward (the wall clock's own jitter against the measured estimates).
+    assert [entry[2] for entry in modeled if entry[1] == "waited"] == [0.0] * 4
+    assert max(entry[2] for entry in served if entry[1] == "waited") <= COST_MS
 
 
 def test_a_client_sending_ahead_of_real_time_gains_no_place_before_a_session_in_real_time():
@@ -143,9 +144,14 @@ def sessions():
 
 
 def served_model(decoder: str, *overrides: str):
+    """The model ``python -m ticktock.serve decoder=<decoder> <overrides>`` serves, e.g. (docs/serving.md)::
+
+        python -m ticktock.serve decoder=speclisten_stream concurrency.batching=true concurrency.batch_encodings=true
+    """
+    from ticktock.serve.__main__ import compose_serve
     from ticktock.serve.session import ServedModel
 
-    return ServedModel(compose_run(decoder, "embedded", None, ["progress=false", *overrides]))
+    return ServedModel(compose_serve([f"decoder={decoder}", *overrides, "progress=false"]))
 
 
 def serve_together(model, sessions, units: int = UNITS) -> list:
@@ -294,3 +300,71 @@ def test_the_device_thread_stops_when_asked_and_refuses_sessions_after():
     with pytest.raises(RuntimeError, match="stopped"):
         served.admit(served.lane(LiveAudio(), None, lambda error: None), lambda lane: None)
     threading.Event().wait(0)  # (nothing left running)
+
+
+DECISION_EVENTS = {"response.listen", "response.speak"}
+
+
+async def two_in_a_batch_and_one_over_the_limit(url: str, samples: np.ndarray) -> dict:
+    """Two duplex clients stream 3 s in step (their drafts run batched); a third connects while they do, and a fourth
+    once they have closed. What each saw."""
+    import asyncio
+    import base64
+    import json
+
+    import aiohttp
+
+    pcm = (np.clip(samples[:48_000], -1, 1) * 32767).round().astype("<i2").tobytes()
+    seen: dict = {"a": [], "b": []}
+
+    async def opened(http) -> tuple:
+        ws = await http.ws_connect(url)
+        await ws.send_json({"type": "session.update", "session": {}})
+        return ws, json.loads((await ws.receive(timeout=10)).data)
+
+    async def hold(ws, name: str, began: float) -> None:
+        loop = asyncio.get_running_loop()
+        for k, start in enumerate(range(0, len(pcm), 3200)):
+            await asyncio.sleep(max(0.0, began + k * 0.1 - loop.time()))
+            await ws.send_json({"type": "input_audio_buffer.append",
+                                "audio": base64.b64encode(pcm[start: start + 3200]).decode()})
+        while sum(event["type"] in DECISION_EVENTS for event in seen[name]) < 3:
+            seen[name].append(json.loads((await ws.receive(timeout=10)).data))
+        await ws.send_json({"type": "session.close"})
+        while seen[name][-1]["type"] != "session.closed":
+            seen[name].append(json.loads((await ws.receive(timeout=10)).data))
+
+    async with aiohttp.ClientSession() as http:
+        (a, _), (b, _) = await opened(http), await opened(http)
+        began = asyncio.get_running_loop().time() + 0.1
+        holding = asyncio.gather(hold(a, "a", began), hold(b, "b", began))
+        await asyncio.sleep(1.6)  # while their units run batched
+        over, seen["over"] = await opened(http)
+        await over.close()
+        await holding
+        for ws in (a, b):
+            await ws.close()
+        await asyncio.sleep(0.5)  # the server has counted them out
+        after, seen["after"] = await opened(http)
+        await after.close()
+    return seen
+
+
+def test_max_sessions_reached_while_a_batch_runs_refuses_the_next_and_the_batched_sessions_go_on(sessions):
+    import asyncio
+
+    from served import serving
+
+    # Speculative Listening drafts in every idle window, and both sessions' drafts join batched steps.
+    with serving("decoder=speclisten_stream", "concurrency.batching=true", "serve.max_sessions=2") as (server, url):
+        seen = asyncio.run(asyncio.wait_for(
+            two_in_a_batch_and_one_over_the_limit(f"{url}/v1/realtime?duplex=1", load_audio(sessions[0].audio_path)),
+            60))
+        batched = server.model.device.shared.stats.batched_steps
+    assert seen["over"]["type"] == "error" and seen["over"]["error"]["code"] == "resource_exhausted"
+    for name in ("a", "b"):
+        units = [e["ticktock"]["unit"] for e in seen[name] if e["type"] in DECISION_EVENTS]
+        assert units == [0, 1, 2] and seen[name][-1]["type"] == "session.closed"
+        assert not any(e["type"] == "error" for e in seen[name])
+    assert batched > 0
+    assert seen["after"]["type"] == "session.created"  # their places were freed

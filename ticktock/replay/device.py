@@ -12,9 +12,10 @@ picks the next **device step**:
 
 1. **post-audio work first**, earliest chunk arrival first (ties: lower slot); a talker's synthesis of a committed
    chunk's text (``ticktock.replay.speech_out``) counts as post-audio work;
-2. **idle work** (draft forwards, early prefill, speculative synthesis) only when no post-audio work is waiting, and
-   only for sessions whose next audio has not arrived; which session works is the draft policy's choice
-   (``ticktock.scheduling``), and it may leave the device idle instead. Idle work still waiting when its session's
+2. **idle work** (draft forwards, early prefill, speculative synthesis) only when no post-audio work is waiting, only
+   for sessions whose next audio has not arrived, and only work expected to end before the next session's chunk
+   arrives (a step cannot be interrupted: idle work must not delay post-audio work); which session works is the
+   draft policy's choice (``ticktock.scheduling``), and it may leave the device idle instead. Idle work still waiting when its session's
    next audio arrives is dropped: the decoder gets ``WindowClosed`` (a forward that has started always completes;
    if it ends after the arrival, the overrun is carried into that chunk as for a session alone);
 3. otherwise time jumps to the next wake-up: a chunk's arrival, a session's start, or the moment a session waiting
@@ -523,7 +524,9 @@ class SharedDevice:
         """The idle-window work the draft policy runs next (with batching: the draft forwards it lets join); empty
         when it leaves the device idle."""
         arrival = self._next_arrival()
-        chosen = self.policy.choose([r.candidate(self._estimate(r), arrival) for r in self.requests], self.now)
+        fitting = [r for r in self.requests if self.now + self._estimate(r) <= arrival]
+        chosen = self.policy.choose([r.candidate(self._estimate(r), arrival) for r in fitting], self.now) if fitting \
+            else None
         if chosen is None:
             self.stats.declined += 1
             return []

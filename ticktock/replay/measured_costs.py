@@ -8,8 +8,8 @@ size (a forward's query tokens, an encoding's share of its chunk's audio): a 40-
 a 1-token decode step. A batched step pads every member to the largest, so it is priced as its members times the
 dearest of them alone, times a factor per kind learned from the batched steps measured so far (``batch_factor``: 1
 until one is measured). A batch pays (``batch_pays``) when that is less than its members cost one after another: on
-a GPU most batches do, on a CPU batches of unequal members do not. Until ``LEARN_BATCHES`` batched steps of a kind
-are measured, every batch is tried, so the factor is learned.
+a GPU most batches do, on a CPU batches of unequal members do not. Once one piece of a kind was measured alone, the
+next ``LEARN_BATCHES`` batches of that kind are tried whatever they are expected to cost, so the factor is learned.
 
 Example (forwards of 1 and 9 query tokens measured; a 5-token one is expected in between)::
 
@@ -91,7 +91,10 @@ class MeasuredCosts:
 
     def batch_pays(self, kind: str, alone_ms: list[float]) -> bool:
         """Whether members costing ``alone_ms`` alone are expected to cost less batched than one after another
-        (always, while the kind's factor is being learned)."""
+        (never before one piece of the kind was measured alone: its members' prices are not known; always, while the
+        kind's factor is being learned)."""
+        if kind not in self.lines:
+            return False
         if self.batched.get(kind, 0) < LEARN_BATCHES:
             return True
         return self.estimate_batch(kind, alone_ms) < sum(alone_ms)

@@ -1,0 +1,62 @@
+"""A measuring clock's estimates (``ticktock.replay.measured_costs``): they grow with the work, and a shared device
+under the wall clock batches only where the batches it measured pay (a CPU's padded batches do not)."""
+
+import time
+
+import pytest
+
+from ticktock.clocks.base import FORWARD, DeviceWork
+from ticktock.clocks.wall import WallClock
+from ticktock.replay.device import SessionLane, SharedDevice
+from ticktock.replay.measured_costs import LEARN_BATCHES, MeasuredCosts
+from ticktock.scheduling.round_robin import RoundRobin
+
+UNIT_COST_S = 0.002
+UNITS = 14
+
+
+class Padded:
+    """An adapter whose batched forward costs ``factor`` times its members padded to the dearest."""
+
+    def __init__(self, factor: float):
+        self.factor = factor
+
+    def synchronize(self) -> None:
+        pass
+
+    def forward_many(self, calls):
+        time.sleep(self.factor * len(calls) * max(call[1] for call in calls))
+        return [None] * len(calls)
+
+
+def one_forward_per_unit(lane, adapter) -> None:
+    for unit in range(UNITS):
+        lane.wait_until(1000.0 * (unit + 1))
+        lane.stopwatch().run(DeviceWork(FORWARD, lambda: time.sleep(UNIT_COST_S), adapter, query_tokens=1,
+                                        call=(UNIT_COST_S,)))
+
+
+def batched_steps(factor: float) -> int:
+    """Three sessions whose units arrive together, each one forward, on a device under the wall clock."""
+    adapter = Padded(factor)
+    device = SharedDevice(WallClock(), RoundRobin(), batching=True)
+    for slot in range(3):
+        device.add(SessionLane(device, slot, 0.0), lambda lane: one_forward_per_unit(lane, adapter))
+    device.run(on_finished=lambda lane: None)
+    return device.stats.batched_steps
+
+
+def test_batches_that_cost_more_than_their_members_alone_stop_once_learned_and_cheap_ones_go_on():
+    assert batched_steps(factor=2.0) == LEARN_BATCHES  # tried while learning, then each forward alone
+    assert batched_steps(factor=0.2) == UNITS  # every unit's three forwards in one step
+
+
+def test_an_estimate_grows_with_the_query_tokens_and_a_single_size_gives_its_mean():
+    costs = MeasuredCosts()
+    assert costs.estimate(FORWARD, 4) == 0.0  # nothing measured yet
+    for tokens, cost in ((1, 3.0), (1, 5.0)):
+        costs.add(FORWARD, tokens, cost)
+    assert costs.estimate(FORWARD, 40) == 4.0  # one size so far: its mean, whatever the size asked
+    costs.add(FORWARD, 41, 44.0)
+    assert costs.estimate(FORWARD, 21) == pytest.approx(24.0)
+    assert costs.estimate(FORWARD, 0) >= 0.0 and costs.estimate("encode", 1.0) == 0.0
