@@ -305,16 +305,20 @@ def test_the_device_thread_stops_when_asked_and_refuses_sessions_after():
 DECISION_EVENTS = {"response.listen", "response.speak"}
 
 
+SPEAKS_S = 8  # llama_questions-eval-0-0008 speaks in its units 3 to 6
+
+
 async def two_in_a_batch_and_one_over_the_limit(url: str, samples: np.ndarray) -> dict:
-    """Two duplex clients stream 3 s in step (their drafts run batched); a third connects while they do, and a fourth
-    once they have closed. What each saw."""
+    """Two duplex clients stream the same 8 s in step: both reply in the same units, one forward after another, so
+    their forwards wait together and run batched. A third client connects while they reply, a fourth once they have
+    closed. What each saw."""
     import asyncio
     import base64
     import json
 
     import aiohttp
 
-    pcm = (np.clip(samples[:48_000], -1, 1) * 32767).round().astype("<i2").tobytes()
+    pcm = (np.clip(samples[: SPEAKS_S * 16_000], -1, 1) * 32767).round().astype("<i2").tobytes()
     seen: dict = {"a": [], "b": []}
 
     async def opened(http) -> tuple:
@@ -328,7 +332,7 @@ async def two_in_a_batch_and_one_over_the_limit(url: str, samples: np.ndarray) -
             await asyncio.sleep(max(0.0, began + k * 0.1 - loop.time()))
             await ws.send_json({"type": "input_audio_buffer.append",
                                 "audio": base64.b64encode(pcm[start: start + 3200]).decode()})
-        while sum(event["type"] in DECISION_EVENTS for event in seen[name]) < 3:
+        while sum(event["type"] in DECISION_EVENTS for event in seen[name]) < SPEAKS_S:
             seen[name].append(json.loads((await ws.receive(timeout=10)).data))
         await ws.send_json({"type": "session.close"})
         while seen[name][-1]["type"] != "session.closed":
@@ -338,7 +342,7 @@ async def two_in_a_batch_and_one_over_the_limit(url: str, samples: np.ndarray) -
         (a, _), (b, _) = await opened(http), await opened(http)
         began = asyncio.get_running_loop().time() + 0.1
         holding = asyncio.gather(hold(a, "a", began), hold(b, "b", began))
-        await asyncio.sleep(1.6)  # while their units run batched
+        await asyncio.sleep(4.5)  # while they reply, batched
         over, seen["over"] = await opened(http)
         await over.close()
         await holding
@@ -350,21 +354,22 @@ async def two_in_a_batch_and_one_over_the_limit(url: str, samples: np.ndarray) -
     return seen
 
 
-def test_max_sessions_reached_while_a_batch_runs_refuses_the_next_and_the_batched_sessions_go_on(sessions):
+def test_max_sessions_reached_while_a_batch_runs_refuses_the_next_and_the_batched_sessions_go_on():
     import asyncio
 
     from served import serving
 
-    # Speculative Listening drafts in every idle window, and both sessions' drafts join batched steps.
-    with serving("decoder=speclisten_stream", "concurrency.batching=true", "serve.max_sessions=2") as (server, url):
+    replying = next(s for s in load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"),
+                                             tasks=["llama_questions"]) if s.session_id == "llama_questions-eval-0-0008")
+    with serving("decoder=ar", "concurrency.batching=true", "serve.max_sessions=2") as (server, url):
         seen = asyncio.run(asyncio.wait_for(
-            two_in_a_batch_and_one_over_the_limit(f"{url}/v1/realtime?duplex=1", load_audio(sessions[0].audio_path)),
+            two_in_a_batch_and_one_over_the_limit(f"{url}/v1/realtime?duplex=1", load_audio(replying.audio_path)),
             60))
         batched = server.model.device.shared.stats.batched_steps
     assert seen["over"]["type"] == "error" and seen["over"]["error"]["code"] == "resource_exhausted"
     for name in ("a", "b"):
         units = [e["ticktock"]["unit"] for e in seen[name] if e["type"] in DECISION_EVENTS]
-        assert units == [0, 1, 2] and seen[name][-1]["type"] == "session.closed"
+        assert units == list(range(SPEAKS_S)) and seen[name][-1]["type"] == "session.closed"
         assert not any(e["type"] == "error" for e in seen[name])
     assert batched > 0
     assert seen["after"]["type"] == "session.created"  # their places were freed
