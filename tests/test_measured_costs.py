@@ -60,3 +60,18 @@ def test_an_estimate_grows_with_the_query_tokens_and_a_single_size_gives_its_mea
     costs.add(FORWARD, 41, 44.0)
     assert costs.estimate(FORWARD, 21) == pytest.approx(24.0)
     assert costs.estimate(FORWARD, 0) >= 0.0 and costs.estimate("encode", 1.0) == 0.0
+
+
+def test_a_lane_of_a_measuring_device_expects_forwards_at_what_they_cost_so_far():
+    """A decoder sharing a wall-clock device sizes its trees by the device's measured forwards (``forward_estimate_ms``);
+    under a cost profile, by the profile."""
+    from ticktock.clocks.modeled import CostProfile, ModeledClock
+
+    device = SharedDevice(WallClock(), RoundRobin())
+    lane = SessionLane(device, slot=0, start_ms=0.0)
+    assert lane.stopwatch().forward_estimate_ms(5, 0) is None
+    device.measured.add(FORWARD, 1, 2.0)
+    device.measured.add(FORWARD, 9, 10.0)
+    assert lane.stopwatch().forward_estimate_ms(5, 0) == 6.0
+    profiled = SharedDevice(ModeledClock(CostProfile.constant(7.0)), RoundRobin())
+    assert SessionLane(profiled, slot=0, start_ms=0.0).stopwatch().forward_estimate_ms(40, 0) == 7.0

@@ -281,3 +281,26 @@ def test_bad_streaming_knobs_are_rejected():
         SpeculativeListeningDecoder(redraft_speech_dbfs=float("nan"))
     with pytest.raises(DecoderConfigError, match="decoder.early_prefill: must be true or false, got 'yes'"):
         ARDecoder(early_prefill="yes")
+
+
+def test_a_cost_cap_cuts_every_verification_tree_to_what_it_affords_and_stays_lossless(fixture_adapter, small_manifest):
+    """Where every query token costs time (a a steep CPU-like line: 1 ms a token), ``verify_cost_cap`` keeps each
+    forward at most that many times a forward of its prefix and one draft token; uncapped, speclisten_plus's trees
+    cost more than that. The output is AR's either way."""
+    steep = CostProfile("steep", [1, 201], [0], [[1.0], [201.0]], encode_ms=0.0, provenance="tests")
+    session = load_manifest(small_manifest)[0]
+    ar = replay(fixture_adapter, session, ARDecoder(), clock=ModeledClock(steep))
+
+    def dearest(trace) -> float:
+        """The largest ratio of a tree forward's cost to a forward of its prefix and one token."""
+        return max(steep.forward_ms(f.query_tokens, f.context_tokens)
+                   / steep.forward_ms(f.query_tokens - f.draft_tokens + 1, f.context_tokens)
+                   for f in trace.forwards if f.draft_tokens > 1)
+
+    uncapped = replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS["speclisten_plus"]),
+                      clock=ModeledClock(steep))
+    capped = replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS["speclisten_plus"],
+                                                                          verify_cost_cap=1.5), clock=ModeledClock(steep))
+    assert outputs(uncapped) == outputs(ar) and outputs(capped) == outputs(ar)
+    assert dearest(uncapped) > 1.5
+    assert dearest(capped) <= 1.5 + 1e-9

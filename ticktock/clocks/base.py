@@ -139,6 +139,12 @@ class Stopwatch(ABC):
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         """Account one target forward; returns the milliseconds charged for it."""
 
+    def forward_estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
+        """What a forward of this shape is expected to cost on this phase's clock before it runs: a cost profile's
+        price, or what the measuring clock's forwards cost so far (a least-squares line over query tokens); None when
+        nothing is known yet. Decoders size their draft trees by it (``ChunkStep.verify``'s ``cost_cap``)."""
+        return None
+
     @abstractmethod
     def charge_encode(self, wall_ms: float, fraction: float = 1.0, first: bool = False) -> float:
         """Account one audio encoding of ``fraction`` of a chunk's audio (``first``: its session's first chunk);

@@ -695,6 +695,9 @@ class ModeledStopwatch(Stopwatch):
     def _advance(self, ms: float) -> None:
         self.total += ms
 
+    def forward_estimate_ms(self, query_tokens: int, context_tokens: int) -> float:
+        return self.profile.forward_ms(query_tokens, context_tokens)
+
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         cost = self.profile.forward_ms(query_tokens, context_tokens)
         self.total += cost

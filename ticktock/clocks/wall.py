@@ -13,12 +13,15 @@ import time
 from typing import Callable
 
 from ticktock.clocks.base import Clock, Stopwatch
+from ticktock.clocks.cost_line import CostLine
 
 
 class WallStopwatch(Stopwatch):
-    def __init__(self, synchronize: Callable[[], None], timer: Callable[[], float] = time.perf_counter):
+    def __init__(self, synchronize: Callable[[], None], timer: Callable[[], float] = time.perf_counter,
+                 forwards: CostLine | None = None):
         super().__init__()
         self.synchronize, self.timer = synchronize, timer
+        self.forwards = forwards if forwards is not None else CostLine()  # the clock's forwards measured so far
         synchronize()
         self.start = timer()
 
@@ -30,7 +33,11 @@ class WallStopwatch(Stopwatch):
         self.start -= ms / 1000.0  # measured time so far plus the time let pass
 
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
+        self.forwards.add(query_tokens, wall_ms)
         return wall_ms
+
+    def forward_estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
+        return self.forwards.at(query_tokens) if self.forwards.n else None
 
     def charge_encode(self, wall_ms: float, fraction: float = 1.0, first: bool = False) -> float:
         return wall_ms
@@ -50,7 +57,9 @@ class WallStopwatch(Stopwatch):
 
 class WallClock(Clock):
     """Measured time on this machine. ``synchronize`` is the adapter's device barrier; ``timer`` (seconds) is
-    ``time.perf_counter`` unless a test fixes it."""
+    ``time.perf_counter`` unless a test fixes it. The forwards its stopwatches measure (one at a time; not batched
+    steps) feed one least-squares line of cost over query tokens (``forwards``), each stopwatch's
+    ``forward_estimate_ms``."""
 
     name = "wall"
     measured = True
@@ -58,6 +67,7 @@ class WallClock(Clock):
     def __init__(self, synchronize: Callable[[], None] | None = None, timer: Callable[[], float] = time.perf_counter):
         self.synchronize = synchronize or (lambda: None)
         self.timer = timer
+        self.forwards = CostLine()
 
     def stopwatch(self, window_ms: float | None = None) -> WallStopwatch:
-        return WallStopwatch(self.synchronize, self.timer)
+        return WallStopwatch(self.synchronize, self.timer, self.forwards)

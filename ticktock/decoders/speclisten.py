@@ -38,6 +38,11 @@ or dropped), so a draft that differs from the output in one argument value (a di
 lost past the difference. ``speak_ahead`` (speculative synthesis, with a talker) has the talker speak the leading
 draft's text in the window, after the drafts and after each re-draft, so a verified speak chunk's audio is ready at
 once (``ticktock.replay.speech_out``; exact: the audio played is always that of the committed text).
+``verify_cost_cap`` (a number >= 1) cuts every verification's draft tree, in the window and after the audio, to the
+drafts that come first (the main draft, then the branches, then earlier and lookup drafts) while its forward is
+expected to cost at most that many times a forward with one of them (``ChunkStep.affordable``, on the run's clock: the
+cost profile, or what the wall clock measured so far): on a device where every query token costs time (a CPU), a tree
+of hundreds of tokens is a dear forward that saves little when the drafts are wrong.
 
 Per-chunk counters (``ChunkCounters``): ``draft_source`` (silence / runner_up / branch / pool, or none:
 what supplied the draft tokens accepted in the audio pass), ``draft_full_match`` (the silence draft was
@@ -161,6 +166,7 @@ class SpecListenSettings(DecoderSettings):
     redraft_speech_dbfs: float = knob(-45.0, float, minimum=-200.0, maximum=0.0)  # RMS dB full scale (-200: silence)
     draft_selection: str = knob("greedy", str, choices=DRAFT_SELECTIONS)
     speak_ahead: bool = knob(False, bool)
+    verify_cost_cap: float | None = knob(None, float, minimum=1.0, optional=True)
 
     def check(self) -> None:
         if self.draft_with_pool and not self.pool:
@@ -178,6 +184,12 @@ class SpeculativeListeningDecoder(Decoder):
         self.pool = HypothesisPool(self.settings.pool_ngram)
         self.context = NgramIndex(self.settings.pool_ngram)
         self.pending: Hypotheses | None = None
+
+    @property
+    def cost_cap(self) -> float | None:
+        """``verify_cost_cap``: each verification's draft tree is cut to what its forward can afford
+        (``ChunkStep.affordable``)."""
+        return self.settings.verify_cost_cap
 
     def start_session(self, session) -> None:
         self.pool = HypothesisPool(self.settings.pool_ngram)
@@ -272,7 +284,7 @@ class SpeculativeListeningDecoder(Decoder):
         hypothesis = window.decoding(selection=self.settings.draft_selection)
         previous = DraftTree()
         previous.add_chain(hypotheses.main, source=hypotheses.source)
-        first = hypothesis.verify(window.next_inputs.segments(audio), self._trimmed(previous, hypothesis))
+        first = hypothesis.verify(window.next_inputs.segments(audio), self._trimmed(previous, hypothesis), self.cost_cap)
         if self.settings.redraft_policy == "first_token" and first.committed[:1] == hypotheses.main[:1]:
             return None  # the first token would not change: the previous draft stays the main one
         self._extend(window, hypothesis)
@@ -285,7 +297,7 @@ class SpeculativeListeningDecoder(Decoder):
         prefix_end = state.cache_length + sum(adapter.segment_length(s) for s in prefix)
         main = window.decoding(selection=self.settings.draft_selection)
         stale = self._stale_hypotheses()
-        first = main.verify(prefix, self._trimmed(stale.tree(), main) if stale else None)
+        first = main.verify(prefix, self._trimmed(stale.tree(), main) if stale else None, self.cost_cap)
         ranked = window.selector.ranked(first.logits[0], [], self.settings.branches, window.chunk_index)
         hypotheses = Hypotheses(main=self._extend(window, main))
         hypotheses.main_complete = main.done
@@ -307,7 +319,7 @@ class SpeculativeListeningDecoder(Decoder):
             if self.settings.draft_with_pool:
                 draft = self._next_draft(hypothesis, cap - len(hypothesis.output) - 1, last)
             try:
-                last = hypothesis.verify([[hypothesis.output[-1]]], draft)
+                last = hypothesis.verify([[hypothesis.output[-1]]], draft, self.cost_cap)
             except WindowClosed:
                 break
         return hypothesis.output[:cap]
@@ -318,11 +330,11 @@ class SpeculativeListeningDecoder(Decoder):
         hypotheses = self.pending or self._stale_hypotheses()
         self.pending = None
         tree = self._trimmed(hypotheses.tree(), step) if hypotheses else None
-        result = step.verify(step.inputs.segments(), tree)
+        result = step.verify(step.inputs.segments(), tree, self.cost_cap)
         audio_pass = result
         while not step.done:
             room = step.protocol.max_tokens_per_chunk - len(step.output) - 1
-            result = step.verify([[step.output[-1]]], self._next_draft(step, room, result))
+            result = step.verify([[step.output[-1]]], self._next_draft(step, room, result), self.cost_cap)
         if hypotheses is not None and hypotheses.main:  # the main draft: under silence, or the latest partial one
             complete = hypotheses.fresh and hypotheses.main_complete
             step.counters.record_silence_draft(hypotheses.main, complete, step.output)

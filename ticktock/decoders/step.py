@@ -147,10 +147,13 @@ class ChunkStep(Phase):
         self.output.extend(int(t) for t in tokens)
         self.state.forwards[-1].tokens_committed += len(tokens)
 
-    def verify(self, prefix: Sequence[Segment], draft: DraftTree | None = None) -> Verification:
-        """One forward over ``prefix`` + ``draft``; commit the accepted path and the target's next token."""
+    def verify(self, prefix: Sequence[Segment], draft: DraftTree | None = None,
+               cost_cap: float | None = None) -> Verification:
+        """One forward over ``prefix`` + ``draft``; commit the accepted path and the target's next token. With
+        ``cost_cap``, the draft is first cut to what the forward can afford (``affordable``)."""
         draft = draft if draft is not None and len(draft) else DraftTree()
         prefix_length = sum(self.adapter.segment_length(s) for s in prefix)
+        draft = self.affordable(draft, prefix_length, cost_cap)
         start = self.adapter.cache_length
         tree = None if draft.is_chain() else tree_layout(prefix_length, draft)
         segments = list(prefix) + ([list(draft.tokens)] if len(draft) else [])
@@ -162,6 +165,36 @@ class ChunkStep(Phase):
         if self.phase_name == POST_AUDIO:
             self.counters.count_verification(draft, path)
         return Verification(committed, path, logits, draft)
+
+    def affordable(self, draft: DraftTree, prefix_length: int, cost_cap: float | None) -> DraftTree:
+        """``draft`` cut to its first nodes (``DraftTree.first``: the drafts added first) so that the forward over the
+        prefix and them is expected to cost at most ``cost_cap`` times a forward of the prefix and one token, on this
+        phase's clock (``Stopwatch.forward_estimate_ms``). Whole when it fits, when ``cost_cap`` is None, or while
+        nothing is known of the clock's costs. Lossless either way: fewer draft tokens only change how many forwards
+        the same output takes.
+
+        Where a forward's cost hardly grows with its tokens (a GPU) a cap of 2 keeps hundreds of nodes; where it grows
+        with every token (a CPU: about 5 ms plus 0.14 ms a token for the embedded model on 2 cores) it keeps a few
+        dozen, so a wide tree never costs more than the forwards it can save.
+        """
+        if cost_cap is None or len(draft) <= 1:
+            return draft
+        context = self.adapter.cache_length
+        estimate = self.stopwatch.forward_estimate_ms
+        base = estimate(prefix_length + 1, context)
+        if base is None:
+            return draft
+        budget = cost_cap * base
+        if estimate(prefix_length + len(draft), context) <= budget:
+            return draft
+        fits, too_many = 1, len(draft)  # (the first node always fits: cost_cap >= 1)
+        while too_many - fits > 1:
+            middle = (fits + too_many) // 2
+            if estimate(prefix_length + middle, context) <= budget:
+                fits = middle
+            else:
+                too_many = middle
+        return draft.first(fits)
 
     def _walk(self, logits, draft: DraftTree) -> tuple[list[int], list[int]]:
         children = draft.children()

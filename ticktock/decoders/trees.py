@@ -59,6 +59,16 @@ class DraftTree:
                 return i
         return None
 
+    def first(self, count: int) -> "DraftTree":
+        """The tree of its first ``count`` nodes: a node's parent always comes before it, so the result is a tree (the
+        chains added first, whole, and the start of the next).
+
+        >>> t = DraftTree(); _ = t.add_chain([5, 6, 7]); _ = t.add_chain([5, 9])
+        >>> t.first(2).tokens, t.first(2).parents
+        ([5, 6], [-1, 0])
+        """
+        return DraftTree(self.tokens[:count], self.parents[:count], self.verifiable[:count], self.sources[:count])
+
     def children(self) -> dict[int, dict[int, int]]:
         """parent -> {token: first verifiable child with that token}."""
         index: dict[int, dict[int, int]] = {}

@@ -217,6 +217,9 @@ class LaneStopwatch(Stopwatch):
     def charge_forward(self, query_tokens: int, context_tokens: int, wall_ms: float) -> float:
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
 
+    def forward_estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
+        return self.lane.device.forward_estimate_ms(query_tokens, context_tokens)
+
     def charge_encode(self, wall_ms: float, fraction: float = 1.0) -> float:
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
 
@@ -599,6 +602,14 @@ class SharedDevice:
         else:
             estimate = self.clock.estimate_ms(work.query_tokens, work.context_tokens)
         return estimate if estimate is not None else self.measured.estimate(work.kind, work_size(work))
+
+    def forward_estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
+        """What one forward of this shape is expected to cost alone: the clock's estimate (a cost profile), else the
+        forwards measured so far (``MeasuredCosts``); None before any was."""
+        estimate = self.clock.estimate_ms(query_tokens, context_tokens)
+        if estimate is None and FORWARD in self.measured.lines:
+            estimate = self.measured.estimate(FORWARD, query_tokens)
+        return estimate
 
     def _estimate_step_ms(self, works: list[DeviceWork]) -> float:
         """The expected cost of a batched step of these forwards or encodings: the clock's batch estimate, else (a

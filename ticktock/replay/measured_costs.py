@@ -24,39 +24,10 @@ Example (forwards of 1 and 9 query tokens measured; a 5-token one is expected in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ticktock.clocks.cost_line import CostLine
 
 BATCH_WEIGHT = 0.2  # how much one measured batched step moves ``batch_factor`` (an exponential average)
 LEARN_BATCHES = 8  # batched steps of a kind tried whatever they are expected to cost, to learn its factor
-
-
-@dataclass
-class CostLine:
-    """Running sums of (size, cost) pairs and their least-squares line."""
-
-    n: int = 0
-    sx: float = 0.0
-    sy: float = 0.0
-    sxx: float = 0.0
-    sxy: float = 0.0
-
-    def add(self, size: float, cost: float) -> None:
-        self.n += 1
-        self.sx += size
-        self.sy += cost
-        self.sxx += size * size
-        self.sxy += size * cost
-
-    def at(self, size: float) -> float:
-        """The line's cost at ``size`` (the mean cost while the sizes measured are all one; 0 before any)."""
-        if self.n == 0:
-            return 0.0
-        mean_x, mean_y = self.sx / self.n, self.sy / self.n
-        spread = self.sxx - self.n * mean_x * mean_x
-        if self.n < 2 or spread <= 1e-9 * max(1.0, self.sxx):
-            return mean_y
-        slope = (self.sxy - self.n * mean_x * mean_y) / spread
-        return max(0.0, mean_y + slope * (size - mean_x))
 
 
 class MeasuredCosts:
