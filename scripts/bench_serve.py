@@ -4,8 +4,13 @@ For each decoder (AR and Speculative Listening on streaming audio by default) an
 that speak within their first seconds), the script
 
 1. replays the session in-process on the wall clock (``ReplayEngine`` with ``WallClock``): each unit's post-audio
-   latency as the replay measures it;
-2. serves it: ``ticktock serve`` (the same model and decoder) in a thread of this process, and a WebSocket client on
+   latency as the replay measures it. That replay runs its units back to back, so the CPU never rests between them;
+2. replays it in-process at real-time pace: the served device and a ``ServedSession`` of this process, its audio
+   appended by a thread in 100 ms pieces on the same schedule as the client below, with no socket and no protocol.
+   Per unit, ``paced_ms`` is the session's served latency (``ServedUnit.served_ms``: from the unit's last sample
+   arriving to its decision). Against (1) it measures what real-time pace costs by itself: between units the CPU
+   idles for most of a second, and the next unit's work then runs slower (cold caches, a core that was resting);
+3. serves it: ``ticktock serve`` (the same model and decoder) in a thread of this process, and a WebSocket client on
    loopback streaming the session's audio in real time (100 ms appends on a monotonic schedule, no drift). Per unit,
    ``server_ms`` is what the server reports (``ticktock.post_audio_ms``: from the unit's last sample arriving to its
    decision), and ``client_ms`` the time from sending the append that completes the unit to receiving its decision
@@ -14,8 +19,11 @@ that speak within their first seconds), the script
 It prints, per decoder, the medians over every unit of every session and run (runs alternate the decoders, A B A B,
 so a drift of the machine's speed reaches both): served latency (client and server side), the in-process wall
 latency of the same units, and the serving overhead (client_ms minus the in-process latency of the same unit, paired
-unit by unit; its median), over all units and over the units that speak; then the speak-unit speedup of each decoder
-over AR, served and in-process. Every figure is wall time on this machine's CPU, embedded model.
+unit by unit; its median), over all units and over the units that speak. The overhead then splits in two, each
+paired unit by unit: **pace** (paced_ms minus the in-process latency: real-time pace with no server) and **serving**
+(client_ms minus paced_ms: the socket, the protocol and the server's loop). Last, the speak-unit speedup of each
+decoder over AR: served, in-process, and their ratio. Every figure is wall time on this machine's CPU, embedded
+model.
 
 Run (about 4 minutes on 2 CPU cores)::
 
@@ -85,6 +93,31 @@ def in_process(model, session, samples, units: int) -> dict[int, tuple[float, st
     return {c.span.index: (c.timing.latency_ms, c.kind) for c in trace.chunks}
 
 
+def paced(model, session, samples: np.ndarray, units: int) -> dict[int, float]:
+    """Each unit's served latency (ms) in this process at real-time pace: a ``ServedSession`` on the served device,
+    its audio appended by a thread in ``PIECE_S`` pieces on a monotonic schedule (the client's), then ended."""
+    import threading
+
+    from ticktock.serve.session import ServedSession
+
+    ended = threading.Event()
+    reports: dict[int, float] = {}
+    served = ServedSession(model, session.session_id, on_unit=lambda u: reports.__setitem__(u.index, u.served_ms),
+                           on_call=lambda call_id, call: None, on_end=lambda error: ended.set(),
+                           system_prompt=session.system_prompt)
+    piece = int(PIECE_S * 16_000)
+    began = time.monotonic()
+    for k, start in enumerate(range(0, len(samples), piece)):
+        time.sleep(max(0.0, began + k * PIECE_S - time.monotonic()))
+        if k == 0:
+            served.start()
+        served.audio.append(samples[start: start + piece])
+    served.audio.end()
+    if not ended.wait(60.0):
+        raise RuntimeError(f"{session.session_id}: the paced replay did not end within 60 s of its audio")
+    return {u: ms for u, ms in reports.items() if u < units}
+
+
 async def served(port: int, samples: np.ndarray, instructions: str | None, units: int) -> dict[int, tuple]:
     """Stream ``samples`` into the server in real time; per unit (client_ms, server_ms, decision)."""
     import websockets
@@ -139,7 +172,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)  # the server's sessions and this client share the machine: one thread each, measured alone
     chosen = sessions(args.sessions)
-    rows = {d: [] for d in args.decoders}  # (client_ms, server_ms, in-process ms, kind)
+    rows = {d: [] for d in args.decoders}  # (client_ms, server_ms, in-process ms, kind, paced ms)
     for run in range(args.runs):
         for decoder in args.decoders:
             cfg = compose_serve([f"decoder={decoder}", "serve.port=0", "progress=false"])
@@ -148,9 +181,10 @@ def main(argv=None) -> int:
                 for session in chosen:
                     samples = load_audio(session.audio_path)[: args.seconds * 16_000]
                     alone = in_process(model, session, samples, args.seconds)
+                    pace = paced(model, session, samples, args.seconds)
                     live = asyncio.run(served(port, samples, session.system_prompt, args.seconds))
                     for unit, (client_ms, server_ms, decision) in sorted(live.items()):
-                        rows[decoder].append((client_ms, server_ms, alone[unit][0], alone[unit][1]))
+                        rows[decoder].append((client_ms, server_ms, alone[unit][0], alone[unit][1], pace[unit]))
             print(f"run {run + 1}/{args.runs} {decoder}: {len(rows[decoder])} units so far", flush=True)
     report(rows, args)
     return 0
@@ -161,18 +195,20 @@ def report(rows: dict, args) -> None:
           f"{args.seconds} s, {args.runs} runs; medians over units)")
     print(f"{'decoder':<20} {'units':>5} {'served client ms':>16} {'served server ms':>16} {'in-process ms':>13} "
           f"{'overhead ms':>11} {'speak units':>11} {'speak served ms':>15} {'speak in-proc ms':>16} "
-          f"{'speak overhead ms':>17}")
+          f"{'speak overhead ms':>17} {'pace ms':>7} {'serving ms':>10}")
     speak = {}
     for decoder, units in rows.items():
         spoken = [u for u in units if u[3] in ("speak", "tool")]
         speak[decoder] = (median(u[0] for u in spoken), median(u[2] for u in spoken))
         print(f"{decoder:<20} {len(units):>5} {median(u[0] for u in units):>16.1f} {median(u[1] for u in units):>16.1f} "
               f"{median(u[2] for u in units):>13.1f} {median(u[0] - u[2] for u in units):>11.1f} {len(spoken):>11} "
-              f"{speak[decoder][0]:>15.1f} {speak[decoder][1]:>16.1f} {median(u[0] - u[2] for u in spoken):>17.1f}")
+              f"{speak[decoder][0]:>15.1f} {speak[decoder][1]:>16.1f} {median(u[0] - u[2] for u in spoken):>17.1f} "
+              f"{median(u[4] - u[2] for u in units):>7.1f} {median(u[0] - u[4] for u in units):>10.1f}")
     base = args.decoders[0]
     for decoder in args.decoders[1:]:
-        print(f"speak-unit speedup of {decoder} over {base}: served {speak[base][0] / speak[decoder][0]:.2f}x, "
-              f"in-process {speak[base][1] / speak[decoder][1]:.2f}x")
+        live, alone = speak[base][0] / speak[decoder][0], speak[base][1] / speak[decoder][1]
+        print(f"speak-unit speedup of {decoder} over {base}: served {live:.2f}x, in-process {alone:.2f}x "
+              f"(served / in-process {live / alone:.2f})")
 
 
 if __name__ == "__main__":
