@@ -7,7 +7,9 @@ For each decoder (``--decoders``, AR first) and sharing (``--batching``: ``false
 it with TickTock's live client (``python -m ticktock.run model=endpoint``), which streams every session in real time:
 
 1. **Capacity.** For each N of ``--ns`` in order, every session of the task (``task=fdb_v3`` by default: 13 sessions,
-   more than 30 onsets behind each p95) is replayed N at a time (``concurrency.sessions=N``), and the run is judged by
+   13 onsets behind each p95, so the p95 is nearly the largest onset; ``task=ticktock_mini
+   'task.tasks=[fdb_v3,llama_questions,trivia_qa]'``: 39 sessions, 65 onsets) is replayed N at a time
+   (``concurrency.sessions=N``), and the run is judged by
    the capacity criteria (``ticktock.tables.capacity.run_verdict``: deadline misses <= 5% of units and the
    95th-percentile response onset <= 500 ms, on the client's clock; a failed or partial session fails N). The scan
    stops at the first N that fails: the capacity is the last N that passed (``< first`` when the first fails).
@@ -24,6 +26,8 @@ Run (about 40 minutes on 2 CPU cores with the defaults; alone: another process o
 
     python scripts/bench_served_capacity.py --out results/served-capacity
     python scripts/bench_served_capacity.py --decoders ar,speclisten_stream --batching false --ns 6,8,10 --speak-ns 4
+    python scripts/bench_served_capacity.py --decoders ar,speclisten_stream --batching false --ns 7,8,9,10,12,13,14 \
+        --speak-ns 8 task=ticktock_mini 'task.tasks=[fdb_v3,llama_questions,trivia_qa]'   # 65 onsets per p95
 """
 
 from __future__ import annotations
