@@ -102,17 +102,17 @@ def paced(model, session, samples: np.ndarray, units: int) -> dict[int, float]:
 
     ended = threading.Event()
     reports: dict[int, float] = {}
-    served = ServedSession(model, session.session_id, on_unit=lambda u: reports.__setitem__(u.index, u.served_ms),
-                           on_call=lambda call_id, call: None, on_end=lambda error: ended.set(),
-                           system_prompt=session.system_prompt)
+    live = ServedSession(model, session.session_id, on_unit=lambda u: reports.__setitem__(u.index, u.served_ms),
+                         on_call=lambda call_id, call: None, on_end=lambda error: ended.set(),
+                         system_prompt=session.system_prompt)
     piece = int(PIECE_S * 16_000)
     began = time.monotonic()
     for k, start in enumerate(range(0, len(samples), piece)):
         time.sleep(max(0.0, began + k * PIECE_S - time.monotonic()))
         if k == 0:
-            served.start()
-        served.audio.append(samples[start: start + piece])
-    served.audio.end()
+            live.start()
+        live.audio.append(samples[start: start + piece])
+    live.audio.end()
     if not ended.wait(60.0):
         raise RuntimeError(f"{session.session_id}: the paced replay did not end within 60 s of its audio")
     return {u: ms for u, ms in reports.items() if u < units}

@@ -70,8 +70,8 @@ def test_a_lane_of_a_measuring_device_expects_forwards_at_what_they_cost_so_far(
     device = SharedDevice(WallClock(), RoundRobin())
     lane = SessionLane(device, slot=0, start_ms=0.0)
     assert lane.stopwatch().forward_estimate_ms(5, 0) is None
-    device.measured.add(FORWARD, 1, 2.0)
-    device.measured.add(FORWARD, 9, 10.0)
+    device.clock.stopwatch().charge_forward(1, 0, wall_ms=2.0)  # as the device's steps alone charge them
+    device.clock.stopwatch().charge_forward(9, 0, wall_ms=10.0)
     assert lane.stopwatch().forward_estimate_ms(5, 0) == 6.0
     profiled = SharedDevice(ModeledClock(CostProfile.constant(7.0)), RoundRobin())
     assert SessionLane(profiled, slot=0, start_ms=0.0).stopwatch().forward_estimate_ms(40, 0) == 7.0

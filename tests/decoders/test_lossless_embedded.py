@@ -81,3 +81,22 @@ def test_on_a_shared_device_outputs_equal_ar(embedded_adapter, sessions, name, b
     assert device.stats.sleeps > 0  # the lanes waited for audio inside their windows
     if batching:
         assert device.stats.batched_draft_steps + device.stats.carried_drafts > 0  # drafts did run batched
+
+
+@pytest.mark.parametrize("name", ["speclisten_plus", "speclisten_stream"])
+def test_trees_cut_to_their_cost_cap_equal_ar(embedded_adapter, sessions, name):
+    """``verify_cost_cap`` cuts trees on the wall clock (the line it measures as it goes: every cut differs from run to
+    run) and on a steep cost line (a forward costs 1 ms a token: the cap binds on every wide tree); the output is AR's
+    either way."""
+    from ticktock.clocks.wall import WallClock
+
+    session = sessions[0]
+    expected = replay(embedded_adapter, session, ARDecoder(), 12)
+    steep = CostProfile("steep", [1, 201], [0], [[1.0], [201.0]], encode_ms=0.0, provenance="tests")
+    for clock in (WallClock(embedded_adapter.synchronize), ModeledClock(steep)):
+        decoder = build(compose_run(name, "embedded", None, ["decoder.verify_cost_cap=1.5"]).decoder)
+        trace = replay_session(embedded_adapter, session, decoder, clock=clock,
+                               injector=ToolCallInjector(MockToolExecutor()), max_chunks=12)
+        assert outputs(trace) == expected, type(clock).__name__
+    assert all(f.query_tokens <= 1.5 * (f.query_tokens - f.draft_tokens + 1) + 1e-9
+               for f in trace.forwards if f.draft_tokens > 1)  # the steep run: every tree within its cap

@@ -208,6 +208,8 @@ def test_bad_knobs_are_rejected():
         SpeculativeListeningDecoder(lookup_branches=0)
     with pytest.raises(ValueError, match="draft_selection"):
         SpeculativeListeningDecoder(draft_selection="coupled")
+    with pytest.raises(ValueError, match="verify_cost_cap"):
+        SpeculativeListeningDecoder(verify_cost_cap=0.5)  # a cap below 1 would cut even a forward with one draft token
 
 
 def test_realigned_tails_after_a_substitution_an_insertion_or_a_dropped_token():

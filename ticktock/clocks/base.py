@@ -175,7 +175,8 @@ class Clock(ABC):
         ignores ``window_ms``; a session sharing a device (``ticktock.replay.device``) schedules by it."""
 
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
-        """What a forward is expected to cost before it runs (a cost profile knows; a wall clock does not: None)."""
+        """What a forward is expected to cost before it runs: a cost profile's price, a wall clock's line of the forwards
+        it measured so far; None when nothing is known yet."""
         return None
 
     def estimate_batch_ms(self, shapes: list[tuple[int, int]]) -> float | None:

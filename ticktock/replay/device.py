@@ -595,8 +595,8 @@ class SharedDevice:
         return request.estimate_ms
 
     def _estimate_ms(self, work: DeviceWork) -> float:
-        """The expected cost of a forward or an encoding: the clock's own estimate (a cost profile), else what work of
-        its kind and size cost so far (``MeasuredCosts``)."""
+        """The expected cost of a forward or an encoding: the clock's own estimate (a cost profile; for forwards, the
+        wall clock's line of what they measured), else what work of its kind and size cost so far (``MeasuredCosts``)."""
         if work.kind == ENCODE:
             estimate = self.clock.estimate_encode_ms([(work.audio_fraction, work.first_audio)])
         else:
@@ -604,12 +604,9 @@ class SharedDevice:
         return estimate if estimate is not None else self.measured.estimate(work.kind, work_size(work))
 
     def forward_estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
-        """What one forward of this shape is expected to cost alone: the clock's estimate (a cost profile), else the
-        forwards measured so far (``MeasuredCosts``); None before any was."""
-        estimate = self.clock.estimate_ms(query_tokens, context_tokens)
-        if estimate is None and FORWARD in self.measured.lines:
-            estimate = self.measured.estimate(FORWARD, query_tokens)
-        return estimate
+        """What one forward of this shape is expected to cost alone, as the clock says (a cost profile's price, the
+        wall clock's line of the forwards this device ran alone); None before anything is known."""
+        return self.clock.estimate_ms(query_tokens, context_tokens)
 
     def _estimate_step_ms(self, works: list[DeviceWork]) -> float:
         """The expected cost of a batched step of these forwards or encodings: the clock's batch estimate, else (a
