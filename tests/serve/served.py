@@ -43,22 +43,33 @@ async def events_until_closed(connection, stream, received: list | None = None) 
 PIECE_MS = 100  # a streaming client's appends
 
 
-def stream(audio, samples, seconds: float, piece_ms: int = PIECE_MS, began: float | None = None) -> threading.Thread:
+def stream(audio, samples, seconds: float, piece_ms: int = PIECE_MS) -> threading.Thread:
     """A client streaming the first ``seconds`` of ``samples`` in real time, one piece every ``piece_ms`` scheduled on
-    a monotonic deadline from its start (no drift; ``began``: that start, ``time.monotonic()``, for clients that
-    stream in step), then ending the stream."""
+    a monotonic deadline from its start (no drift), then ending the stream."""
+    return stream_in_step([(audio, samples)], seconds, piece_ms)
+
+
+def stream_in_step(streams: list, seconds: float, piece_ms: int = PIECE_MS,
+                   began: float | None = None) -> threading.Thread:
+    """Clients streaming in step: one thread sends each piece of every ``(audio, samples)`` of ``streams`` back to
+    back, so their units complete together (within microseconds, not a thread's scheduling jitter apart); from
+    ``began`` (``time.monotonic()``; now when None), in real time as ``stream`` does. A client whose session was
+    closed stops; the others go on."""
     piece = 16 * piece_ms
     start_at = began
 
     def send():
         began = time.monotonic() if start_at is None else start_at
+        sending = dict(enumerate(streams))
         for k, start in enumerate(range(0, int(seconds * 16_000), piece)):
             time.sleep(max(0.0, began + k * piece_ms / 1000.0 - time.monotonic()))
-            try:
-                audio.append(samples[start: start + piece])
-            except AudioEnded:  # the session was closed: this client stops
-                return
-        audio.end()
+            for client, (audio, samples) in list(sending.items()):
+                try:
+                    audio.append(samples[start: start + piece])
+                except AudioEnded:  # the session was closed: this client stops
+                    del sending[client]
+        for audio, _ in sending.values():
+            audio.end()
 
     sender = threading.Thread(target=send, daemon=True)
     sender.start()

@@ -27,7 +27,7 @@ from ticktock.world.mock_tools import MockToolExecutor
 
 from helpers import outputs
 from helpers import replay as replay_alone
-from served import stream
+from served import stream_in_step
 
 COST_MS = 60.0  # every scripted forward
 STARTS_MS = (0.0, 530.0)  # B starts while A drafts: every arrival and window close is >= 40 ms after a step's start
@@ -154,7 +154,7 @@ def served_model(decoder: str, *overrides: str):
 
 
 def serve_together(model, sessions, units: int = UNITS) -> list:
-    """Serve ``sessions`` at once, each streamed in real time for ``units`` seconds; each one's (units, error)."""
+    """Serve ``sessions`` at once, streamed in step in real time for ``units`` seconds; each one's (units, error)."""
     from ticktock.serve.session import ServedSession
 
     ended, served = {}, []
@@ -164,11 +164,11 @@ def serve_together(model, sessions, units: int = UNITS) -> list:
                             system_prompt=session.system_prompt, tools=session.tools)
         one.start()
         served.append(one)
-    began = time.monotonic() + 0.05  # every client's units complete together: their work waits together
-    senders = [stream(one.audio, load_audio(session.audio_path), units, began=began)
-               for one, session in zip(served, sessions)]
-    for sender, one in zip(senders, served):
-        sender.join(timeout=60)
+    streams = [(one.audio, load_audio(session.audio_path)) for one, session in zip(served, sessions)]
+    # One sender: every client's units complete together, so their work waits for the device together.
+    sender = stream_in_step(streams, units, began=time.monotonic() + 0.05)
+    sender.join(timeout=60)
+    for one in served:
         one.join(timeout_s=60)
     return [(one.units, ended.get(session.session_id, "running")) for one, session in zip(served, sessions)]
 
