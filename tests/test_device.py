@@ -129,6 +129,23 @@ def test_batched_post_audio_forwards_share_one_step():
     assert alone["s1"].chunks[0].timing.response_ms == pytest.approx(600.0)  # waits for s0's 300 ms, then 300 ms
 
 
+def test_with_batching_an_arrived_chunks_encoding_leads_once_it_has_waited_its_cost_hand_computed():
+    # A (slot 0, starts at 0) writes 11 tokens in chunk 0 (forwards of 100 ms); B (slot 1, starts at 310) listens.
+    # Encodings cost 30 ms. A: encodes 1000-1030, forwards from 1030. B's chunk 0 arrives at 1310, while A's third
+    # forward runs: at 1330 its encoding has waited 20 ms (< 30), so A's fourth forward runs first (1330-1430); at
+    # 1430 it has waited 120 ms and leads (1430-1460), then B's forward joins A's fifth in one step (1460-1560).
+    a = {0: [SPEAK, *range(10, 18), 6, EOS]}
+    clock = ModeledClock(CostProfile.constant(100.0, encode_ms=30.0, batch_factor=1.0))
+    traces, _ = replay_together([a, {}], clock, stagger=310.0, batching=True)
+    A, B = traces["s0"].chunks, traces["s1"].chunks
+    assert B[0].timing.response_ms == pytest.approx(250.0) and B[0].counters.device_wait_ms == pytest.approx(120.0)
+    assert A[0].timing.response_ms == pytest.approx(30.0 + 1100.0 + 30.0)  # it gave way once, for one encoding
+    # Without batching B's forward could not join A's: B waits for A's whole chunk (until 2130), as it always did.
+    alone, _ = replay_together([a, {}], clock, stagger=310.0, batching=False)
+    assert alone["s1"].chunks[0].timing.response_ms == pytest.approx(2130.0 + 130.0 - 1310.0)
+    assert alone["s0"].chunks[0].timing.response_ms == pytest.approx(30.0 + 1100.0)
+
+
 def test_one_session_on_the_device_equals_the_session_alone(fixture_adapter, small_manifest):
     from ticktock.decoders.speclisten import SpeculativeListeningDecoder
 

@@ -11,7 +11,9 @@ thread: a switch costs microseconds, not an OS thread hand-off. When every sessi
 picks the next **device step**:
 
 1. **post-audio work first**, earliest chunk arrival first (ties: lower slot); a talker's synthesis of a committed
-   chunk's text (``ticktock.replay.speech_out``) counts as post-audio work;
+   chunk's text (``ticktock.replay.speech_out``) counts as post-audio work. With ``batching``, an arrived chunk's
+   audio encoding that has waited as long as it costs runs before an earlier chunk's forwards, so its session's
+   forward joins theirs in a batched step instead of waiting for a long reply to end (``_post_audio_order``);
 2. **idle work** (draft forwards, early prefill, speculative synthesis) only when no post-audio work is waiting, only
    for sessions whose next audio has not arrived, and only work expected to end before the next session's chunk
    arrives (a step cannot be interrupted: idle work must not delay post-audio work); which session works is the
@@ -507,7 +509,7 @@ class SharedDevice:
         self._tick()
         if self._drop_closed_drafts():
             return True
-        urgent = sorted((r for r in self.requests if r.is_post_audio), key=Request.key)
+        urgent = self._post_audio_order()
         if urgent:
             batch = self._batch(urgent)
             self.stats.post_audio_steps += 1
@@ -522,6 +524,27 @@ class SharedDevice:
         if batch:
             self._execute(batch)
         return bool(batch)
+
+    def _post_audio_order(self) -> list[Request]:
+        """The waiting post-audio work in the order it runs: earliest chunk arrival first, except that with
+        ``batching`` an arrived chunk's audio encoding that has waited as long as it is expected to cost leads an
+        earlier chunk's forwards. Once encoded, its session's forward joins the batched forward step, where it costs
+        little; without the lead, a session deep in a long reply or tool call (its chunk arrived first) would keep
+        every newly arrived chunk waiting behind its whole chain of forwards, which a serving stack does not do (its
+        steps mix new requests' encodings and prefill into the running decodes). Waiting first for as long as the
+        encoding costs bounds what the earlier session gives up: a chain about to end ends first, and the earlier
+        session never waits for encodings longer than the newcomers waited for it (a rent-or-buy rule).
+
+        Example (tests/test_device.py, hand-computed): forwards of 100 ms, encodings of 30 ms. Slot 0 writes 11 tokens
+        for its chunk that arrived at 1000 ms; slot 1's chunk arrives at 1310 ms. At 1330 its encoding has waited
+        20 ms, so slot 0's forward runs; at 1430 it has waited 120 ms and runs (1430-1460), and slot 1's forward joins
+        slot 0's next one (1460-1560): slot 1 answers in 250 ms, not 980, and slot 0's chunk ends 30 ms later.
+        """
+        urgent = sorted((r for r in self.requests if r.is_post_audio), key=Request.key)
+        if not self.batching or not urgent or urgent[0].work.kind != FORWARD:
+            return urgent
+        overdue = [r for r in urgent if r.work.kind == ENCODE and self.now - r.submitted_ms >= self._estimate(r)]
+        return overdue + [r for r in urgent if r not in overdue]
 
     def _draft_step(self) -> list[Request]:
         """The idle-window work the draft policy runs next (with batching: the draft forwards it lets join); empty
