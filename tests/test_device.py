@@ -146,6 +146,75 @@ def test_with_batching_an_arrived_chunks_encoding_leads_once_it_has_waited_its_c
     assert alone["s0"].chunks[0].timing.response_ms == pytest.approx(30.0 + 1100.0)
 
 
+class LowestSlotFirst(RoundRobin):
+    """Idle work of the lowest slot first; every waiting draft forward that fits its window joins a step."""
+
+    def choose(self, candidates, now_ms):
+        return min(candidates, key=lambda c: (c.slot, c.order))
+
+    def join(self, candidates, now_ms, step_ms, post_audio):
+        return [c for c in candidates if now_ms + step_ms([c]) <= c.window_closes_ms]
+
+
+class NoBarrier:
+    def synchronize(self) -> None:
+        pass
+
+
+def drafting(lane, log, encode_first: bool, forwards: int) -> None:
+    """An idle window from 0 to 1000 ms: an encoding of the hypothesis' audio first (``encode_first``), then up to
+    ``forwards`` draft forwards; ``log`` gets (slot, kind, end ms) of each."""
+    from ticktock.clocks.base import ENCODE, FORWARD, DeviceWork, WindowClosed
+
+    window = lane.stopwatch(window_ms=1000.0)
+    kinds = [ENCODE] * encode_first + [FORWARD] * forwards
+    try:
+        for kind in kinds:
+            window.run(DeviceWork(kind, lambda: None, NoBarrier(), query_tokens=1, context_tokens=1))
+            log.append((lane.slot, kind, lane.device.now))
+    except WindowClosed:
+        pass
+
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_with_batching_an_idle_encoding_that_waited_its_cost_goes_before_another_sessions_drafts(batching):
+    # Slot 0 drafts 9 forwards of 100 ms; slot 1 must first encode its hypothesis' audio (30 ms). The policy always
+    # prefers slot 0. With batching, once the encoding has waited 30 ms (at 100 ms, after slot 0's first forward)
+    # it runs (100-130), and slot 1's forwards join slot 0's 8 others (ending at 230, ..., 930), its ninth alone
+    # (930-1030: a draft started inside its window completes). Without batching slot 1 waits until slot 0 has drafted
+    # all 9 (900 ms), encodes (900-930) and starts one forward before its window closes.
+    from ticktock.clocks.base import ENCODE, FORWARD
+    from ticktock.replay.device import SessionLane
+
+    log = []
+    device = SharedDevice(ModeledClock(CostProfile.constant(100.0, encode_ms=30.0, batch_factor=1.0)),
+                          LowestSlotFirst(), batching=batching)
+    device.add(SessionLane(device, 0, 0.0), lambda lane: drafting(lane, log, False, 9))
+    device.add(SessionLane(device, 1, 0.0), lambda lane: drafting(lane, log, True, 9))
+    device.run(on_finished=lambda lane: None)
+    slot1 = [(kind, end) for slot, kind, end in log if slot == 1]
+    if batching:
+        assert slot1 == [(ENCODE, 130.0)] + [(FORWARD, 230.0 + 100.0 * k) for k in range(9)]
+        assert [end for slot, _, end in log if slot == 0] == [100.0] + [230.0 + 100.0 * k for k in range(8)]
+    else:
+        assert slot1 == [(ENCODE, 930.0), (FORWARD, 1030.0)]
+
+
+def test_an_idle_encoding_dearer_than_the_draft_forward_it_would_displace_does_not_go_first():
+    # As above with batching, but the encoding costs 150 ms, more than slot 0's next forward: slot 1 waits for slot
+    # 0's 9 forwards (900 ms), encodes (900-1050), and its window has closed: its forwards are dropped.
+    from ticktock.clocks.base import ENCODE
+    from ticktock.replay.device import SessionLane
+
+    log = []
+    device = SharedDevice(ModeledClock(CostProfile.constant(100.0, encode_ms=150.0, batch_factor=1.0)),
+                          LowestSlotFirst(), batching=True)
+    device.add(SessionLane(device, 0, 0.0), lambda lane: drafting(lane, log, False, 9))
+    device.add(SessionLane(device, 1, 0.0), lambda lane: drafting(lane, log, True, 9))
+    device.run(on_finished=lambda lane: None)
+    assert [(kind, end) for slot, kind, end in log if slot == 1] == [(ENCODE, 1050.0)]
+
+
 def test_one_session_on_the_device_equals_the_session_alone(fixture_adapter, small_manifest):
     from ticktock.decoders.speclisten import SpeculativeListeningDecoder
 

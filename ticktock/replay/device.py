@@ -17,7 +17,9 @@ picks the next **device step**:
 2. **idle work** (draft forwards, early prefill, speculative synthesis) only when no post-audio work is waiting, only
    for sessions whose next audio has not arrived, and only work expected to end before the next session's chunk
    arrives (a step cannot be interrupted: idle work must not delay post-audio work); which session works is the
-   draft policy's choice (``ticktock.scheduling``), and it may leave the device idle instead. Idle work still waiting when its session's
+   draft policy's choice (``ticktock.scheduling``), and it may leave the device idle instead (with ``batching``, an
+   idle-window encoding that has waited as long as it costs, and costs no more than the draft forward the policy
+   chose, is offered first, so its session's drafts can then join the batched draft steps). Idle work still waiting when its session's
    next audio arrives is dropped: the decoder gets ``WindowClosed`` (a forward that has started always completes;
    if it ends after the arrival, the overrun is carried into that chunk as for a session alone);
 3. otherwise time jumps to the next wake-up: a chunk's arrival, a session's start, or the moment a session waiting
@@ -543,16 +545,27 @@ class SharedDevice:
         urgent = sorted((r for r in self.requests if r.is_post_audio), key=Request.key)
         if not self.batching or not urgent or urgent[0].work.kind != FORWARD:
             return urgent
-        overdue = [r for r in urgent if r.work.kind == ENCODE and self.now - r.submitted_ms >= self._estimate(r)]
+        overdue = self._overdue_encodings(urgent)
         return overdue + [r for r in urgent if r not in overdue]
+
+    def _overdue_encodings(self, requests: list[Request]) -> list[Request]:
+        """The audio encodings among ``requests`` that have waited as long as they are expected to cost."""
+        return [r for r in requests if r.work.kind == ENCODE and self.now - r.submitted_ms >= self._estimate(r)]
 
     def _draft_step(self) -> list[Request]:
         """The idle-window work the draft policy runs next (with batching: the draft forwards it lets join); empty
-        when it leaves the device idle."""
+        when it leaves the device idle.
+
+        With ``batching``, idle-window encodings that have waited as long as they cost are offered to the policy
+        first (as arrived chunks' encodings lead in ``_post_audio_order``): a session whose hypothesis must first
+        encode its audio would otherwise wait while another session's long draft runs step after step, though its
+        draft forwards, once the audio is encoded, would join those steps at little cost."""
         arrival = self._next_arrival()
         fitting = [r for r in self.requests if self.now + self._estimate(r) <= arrival]
-        chosen = self.policy.choose([r.candidate(self._estimate(r), arrival) for r in fitting], self.now) if fitting \
-            else None
+        chosen = self._choose(fitting, arrival)
+        lead = self._leading_encodings(fitting, chosen)
+        if lead:
+            chosen = self._choose(lead, arrival) or chosen
         if chosen is None:
             self.stats.declined += 1
             return []
@@ -563,6 +576,22 @@ class SharedDevice:
         batch += joined
         self.stats.draft_steps += len(batch)
         return batch
+
+    def _leading_encodings(self, fitting: list[Request], chosen: DraftCandidate | None) -> list[Request]:
+        """With ``batching``, when the policy chose a draft forward: the idle-window encodings that have waited as
+        long as they cost and cost no more than that forward (so the step they put in its place is no dearer)."""
+        if not self.batching or chosen is None:
+            return []
+        first = next(r for r in fitting if r.order == chosen.order)
+        if first.work.kind != FORWARD:
+            return []
+        return [r for r in self._overdue_encodings(fitting) if self._estimate(r) <= self._estimate(first)]
+
+    def _choose(self, requests: list[Request], arrival: float) -> DraftCandidate | None:
+        """The draft policy's choice among ``requests`` (None for none, or when it leaves the device idle)."""
+        if not requests:
+            return None
+        return self.policy.choose([r.candidate(self._estimate(r), arrival) for r in requests], self.now)
 
     def _batches(self, kind: str) -> bool:
         """Whether work of ``kind`` runs batched: forwards with ``batching``, encodings with ``batch_encodings``."""
