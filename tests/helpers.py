@@ -82,3 +82,10 @@ def table_rows(text: str, header_start: str) -> list[list[str]]:
             break
         rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
     return rows
+
+
+class NoBarrier:
+    """A device barrier with nothing to wait for: the ``adapter`` of scripted ``DeviceWork`` in scheduler tests."""
+
+    def synchronize(self) -> None:
+        pass

@@ -13,12 +13,14 @@ from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.replay.concurrency import ConcurrencySettings, ConcurrentReplay
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.selection import Sampling
-from ticktock.replay.device import SharedDevice
+from ticktock.clocks.base import ENCODE, FORWARD, DeviceWork, WindowClosed
+from ticktock.replay.device import SessionLane, SharedDevice
 from ticktock.replay.engine import ReplayEngine
 from ticktock.sessions.manifest import Session, load_manifest
 from ticktock.scheduling.expected_savings import ExpectedSavings
 from ticktock.scheduling.round_robin import RoundRobin
 
+from helpers import NoBarrier
 from scripted import ScriptedAdapter
 
 LISTEN, SPEAK, EOS = 3, 4, 5
@@ -156,16 +158,9 @@ class LowestSlotFirst(RoundRobin):
         return [c for c in candidates if now_ms + step_ms([c]) <= c.window_closes_ms]
 
 
-class NoBarrier:
-    def synchronize(self) -> None:
-        pass
-
-
 def drafting(lane, log, encode_first: bool, forwards: int) -> None:
     """An idle window from 0 to 1000 ms: an encoding of the hypothesis' audio first (``encode_first``), then up to
     ``forwards`` draft forwards; ``log`` gets (slot, kind, end ms) of each."""
-    from ticktock.clocks.base import ENCODE, FORWARD, DeviceWork, WindowClosed
-
     window = lane.stopwatch(window_ms=1000.0)
     kinds = [ENCODE] * encode_first + [FORWARD] * forwards
     try:
@@ -176,6 +171,18 @@ def drafting(lane, log, encode_first: bool, forwards: int) -> None:
         pass
 
 
+def two_drafting_sessions(encode_ms: float, batching: bool) -> list:
+    """Slot 0 drafts 9 forwards of 100 ms, slot 1 encodes its hypothesis' audio (``encode_ms``) and drafts 9, both in a
+    window from 0 to 1000 ms, the policy preferring slot 0 (batched steps cost one forward); what ``drafting`` logs."""
+    log = []
+    device = SharedDevice(ModeledClock(CostProfile.constant(100.0, encode_ms=encode_ms, batch_factor=1.0)),
+                          LowestSlotFirst(), batching=batching)
+    device.add(SessionLane(device, 0, 0.0), lambda lane: drafting(lane, log, False, 9))
+    device.add(SessionLane(device, 1, 0.0), lambda lane: drafting(lane, log, True, 9))
+    device.run(on_finished=lambda lane: None)
+    return log
+
+
 @pytest.mark.parametrize("batching", [True, False])
 def test_with_batching_an_idle_encoding_that_waited_its_cost_goes_before_another_sessions_drafts(batching):
     # Slot 0 drafts 9 forwards of 100 ms; slot 1 must first encode its hypothesis' audio (30 ms). The policy always
@@ -183,15 +190,7 @@ def test_with_batching_an_idle_encoding_that_waited_its_cost_goes_before_another
     # it runs (100-130), and slot 1's forwards join slot 0's 8 others (ending at 230, ..., 930), its ninth alone
     # (930-1030: a draft started inside its window completes). Without batching slot 1 waits until slot 0 has drafted
     # all 9 (900 ms), encodes (900-930) and starts one forward before its window closes.
-    from ticktock.clocks.base import ENCODE, FORWARD
-    from ticktock.replay.device import SessionLane
-
-    log = []
-    device = SharedDevice(ModeledClock(CostProfile.constant(100.0, encode_ms=30.0, batch_factor=1.0)),
-                          LowestSlotFirst(), batching=batching)
-    device.add(SessionLane(device, 0, 0.0), lambda lane: drafting(lane, log, False, 9))
-    device.add(SessionLane(device, 1, 0.0), lambda lane: drafting(lane, log, True, 9))
-    device.run(on_finished=lambda lane: None)
+    log = two_drafting_sessions(encode_ms=30.0, batching=batching)
     slot1 = [(kind, end) for slot, kind, end in log if slot == 1]
     if batching:
         assert slot1 == [(ENCODE, 130.0)] + [(FORWARD, 230.0 + 100.0 * k) for k in range(9)]
@@ -203,15 +202,7 @@ def test_with_batching_an_idle_encoding_that_waited_its_cost_goes_before_another
 def test_an_idle_encoding_dearer_than_the_draft_forward_it_would_displace_does_not_go_first():
     # As above with batching, but the encoding costs 150 ms, more than slot 0's next forward: slot 1 waits for slot
     # 0's 9 forwards (900 ms), encodes (900-1050), and its window has closed: its forwards are dropped.
-    from ticktock.clocks.base import ENCODE
-    from ticktock.replay.device import SessionLane
-
-    log = []
-    device = SharedDevice(ModeledClock(CostProfile.constant(100.0, encode_ms=150.0, batch_factor=1.0)),
-                          LowestSlotFirst(), batching=True)
-    device.add(SessionLane(device, 0, 0.0), lambda lane: drafting(lane, log, False, 9))
-    device.add(SessionLane(device, 1, 0.0), lambda lane: drafting(lane, log, True, 9))
-    device.run(on_finished=lambda lane: None)
+    log = two_drafting_sessions(encode_ms=150.0, batching=True)
     assert [(kind, end) for slot, kind, end in log if slot == 1] == [(ENCODE, 1050.0)]
 
 

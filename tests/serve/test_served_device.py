@@ -25,18 +25,13 @@ from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
 
-from helpers import outputs
+from helpers import NoBarrier, outputs
 from helpers import replay as replay_alone
 from served import stream_in_step
 
 COST_MS = 60.0  # every scripted forward
 STARTS_MS = (0.0, 530.0)  # B starts while A drafts: every arrival and window close is >= 40 ms after a step's start
 UNITS = 4
-
-
-class NoBarrier:
-    def synchronize(self) -> None:
-        pass
 
 
 def scripted(lane, log, sleep_s: float, units: int = 2, forwards: int = 2, drafts: int = 30) -> None:
