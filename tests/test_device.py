@@ -206,6 +206,40 @@ def test_an_idle_encoding_dearer_than_the_draft_forward_it_would_displace_does_n
     assert [(kind, end) for slot, kind, end in log if slot == 1] == [(ENCODE, 1050.0)]
 
 
+def writing(lane, log, forwards: int) -> None:
+    """Post-audio work from 0 ms: ``forwards`` forwards of a chunk that has arrived; ``log`` gets (slot, kind, end ms)."""
+    watch = lane.stopwatch()
+    for _ in range(forwards):
+        watch.run(DeviceWork(FORWARD, lambda: None, NoBarrier(), query_tokens=1, context_tokens=1))
+        log.append((lane.slot, FORWARD, lane.device.now))
+
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_with_batching_waiting_post_audio_forwards_lend_one_forwards_time_to_idle_encodings(batching):
+    # Forwards of 100 ms, encodings of 60 ms. Slot 0 writes 10 post-audio forwards from 0 ms; slots 1 and 2 each
+    # must encode their hypothesis' audio before 9 draft forwards, in a window from 0 to 1000 ms. With batching: at
+    # 100 slot 1's encoding has waited 100 >= 60 ms and runs (100-160): slot 0 lends it 60 of its 100 ms. Slot 1's
+    # forwards then ride slot 0's steps (160-260, ..., 860-960; a ninth would end past 1000), and slot 0's chunk ends
+    # at 1060. Slot 2's encoding would exceed the lend (60 + 60 > 100): it waits, and its window closes first. Without
+    # batching (drafts could not ride along) nothing is lent: slots 1 and 2 get no device time before 1000 ms.
+    log = []
+    device = SharedDevice(ModeledClock(CostProfile.constant(100.0, encode_ms=60.0, batch_factor=1.0)),
+                          LowestSlotFirst(), batching=batching)
+    device.add(SessionLane(device, 0, 0.0), lambda lane: writing(lane, log, 10))
+    for slot in (1, 2):
+        device.add(SessionLane(device, slot, 0.0), lambda lane: drafting(lane, log, True, 9))
+    device.run(on_finished=lambda lane: None)
+    ends = {slot: [(kind, end) for s, kind, end in log if s == slot] for slot in (0, 1, 2)}
+    if batching:
+        assert ends[0] == [(FORWARD, 100.0)] + [(FORWARD, 260.0 + 100.0 * k) for k in range(9)]
+        assert ends[1] == [(ENCODE, 160.0)] + [(FORWARD, 260.0 + 100.0 * k) for k in range(8)]
+        assert device.stats.lent_steps == 1
+    else:
+        assert ends[0] == [(FORWARD, 100.0 * k) for k in range(1, 11)]
+        assert ends[1] == [] and device.stats.lent_steps == 0
+    assert ends[2] == []
+
+
 def test_one_session_on_the_device_equals_the_session_alone(fixture_adapter, small_manifest):
     from ticktock.decoders.speclisten import SpeculativeListeningDecoder
 

@@ -13,7 +13,9 @@ picks the next **device step**:
 1. **post-audio work first**, earliest chunk arrival first (ties: lower slot); a talker's synthesis of a committed
    chunk's text (``ticktock.replay.speech_out``) counts as post-audio work. With ``batching``, an arrived chunk's
    audio encoding that has waited as long as it costs runs before an earlier chunk's forwards, so its session's
-   forward joins theirs in a batched step instead of waiting for a long reply to end (``_post_audio_order``);
+   forward joins theirs in a batched step instead of waiting for a long reply to end (``_post_audio_order``), and
+   waiting post-audio forwards lend one forward's time per chunk to idle-window encodings whose drafts can then ride
+   along on their steps (``_lent_step``);
 2. **idle work** (draft forwards, early prefill, speculative synthesis) only when no post-audio work is waiting, only
    for sessions whose next audio has not arrived, and only work expected to end before the next session's chunk
    arrives (a step cannot be interrupted: idle work must not delay post-audio work); which session works is the
@@ -150,6 +152,7 @@ class SessionLane(Clock):
         self.session = None  # the session replayed on this lane (``ticktock.replay.concurrency``)
         self.where: Callable[[], str | None] = lambda: None  # the work the session runs now (its engine's ``where``)
         self.reply_open = False
+        self.lent = (start_ms, 0.0)  # (a chunk's arrival, device time its post-audio work lent to idle work: ``lend``)
         self.dbfs: list[float] = []
         self.busy_wall_ms = 0.0  # measured host time and device work of this session
         self._resumed_at: float | None = None
@@ -175,6 +178,15 @@ class SessionLane(Clock):
 
         self.reply_open = kind in ("speak", "tool") and (self.turn_eos is None or self.turn_eos not in output)
         self.dbfs = [*self.dbfs[-1:], rms_dbfs(samples)]
+
+    def lent_ms(self) -> float:
+        """Device time the post-audio work of the chunk the session works on has lent to other sessions' idle-window
+        encodings so far (``SharedDevice._lent_step``)."""
+        arrival, lent = self.lent
+        return lent if arrival == self.arrival_ms else 0.0
+
+    def lend(self, ms: float) -> None:
+        self.lent = (self.arrival_ms, self.lent_ms() + ms)
 
     def current_ms(self) -> float:
         """The session's own time while it runs: ``local_ms``, which under real time (a served device) follows the
@@ -277,6 +289,7 @@ class DeviceStats:
     batched_encode_steps: int = 0  # steps that encoded several sessions' audio in one batched call (batch_encodings)
     batched_encodings: int = 0  # the encodings those steps ran
     carried_drafts: int = 0  # draft forwards that joined a batched post-audio step
+    lent_steps: int = 0  # idle-window encodings run while post-audio forwards waited (``SharedDevice._lent_step``)
     busy_ms: float = 0.0
     post_audio_busy_ms: float = 0.0
     draft_busy_ms: float = 0.0
@@ -512,7 +525,10 @@ class SharedDevice:
         if self._drop_closed_drafts():
             return True
         urgent = self._post_audio_order()
-        if urgent:
+        lent = self._lent_step(urgent)
+        if lent:
+            batch = lent
+        elif urgent:
             batch = self._batch(urgent)
             self.stats.post_audio_steps += 1
             carried = self._joining(batch, self._next_arrival())
@@ -547,6 +563,38 @@ class SharedDevice:
             return urgent
         overdue = self._overdue_encodings(urgent)
         return overdue + [r for r in urgent if r not in overdue]
+
+    def _lent_step(self, urgent: list[Request]) -> list[Request]:
+        """With ``batching``, while post-audio forwards wait: one idle-window encoding (a hypothesis' audio, a piece of
+        early prefill) that runs first, or none. Without it, a session whose draft must first encode its audio gets no
+        draft at all while another session writes a long reply or tool call, since post-audio work comes first step
+        after step; once encoded, its draft forwards ride along in those post-audio steps (``DraftPolicy.join``), where
+        they cost little. The lend is bounded: the encoding must have waited as long as it costs, fit before its own
+        window closes, and cost no more than what every waiting session may still lend in its current chunk (one
+        forward's cost in all: the cheapest waiting post-audio forward), and the draft policy must choose it as
+        worth the device before the next arrival, which is now (``ExpectedSavings`` declines its tier 4).
+
+        Example (tests/test_device.py, hand-computed): forwards of 100 ms, encodings of 60 ms. Slot 0 writes 10 forwards
+        from 0 ms; slots 1 and 2 must each encode a hypothesis before drafting, in windows closing at 1000. At 100 slot
+        1's encoding has waited 100 ms and runs (100-160); its draft forwards then ride slot 0's steps (8 of them, to
+        960), and slot 0's chunk ends at 1060 instead of 1000. Slot 2's encoding would exceed slot 0's lend
+        (60 + 60 > 100): its window closes first.
+        """
+        if not (self.batching and urgent) or urgent[0].work.kind != FORWARD:
+            return []
+        waiting = {r.lane.slot: r.lane for r in urgent}.values()
+        room = min(self._estimate(r) for r in urgent if r.work.kind == FORWARD) - max(l.lent_ms() for l in waiting)
+        idle = [r for r in self._overdue_encodings([r for r in self.requests if not r.is_post_audio])
+                if self._estimate(r) <= room and self.now + self._estimate(r) <= r.watch.closes]
+        chosen = self._choose(idle, self.now)
+        if chosen is None:
+            return []
+        lent = next(r for r in idle if r.order == chosen.order)
+        for lane in waiting:
+            lane.lend(self._estimate(lent))
+        self.stats.lent_steps += 1
+        self.stats.draft_steps += 1
+        return [lent]
 
     def _overdue_encodings(self, requests: list[Request]) -> list[Request]:
         """The audio encodings among ``requests`` that have waited as long as they are expected to cost."""
