@@ -665,7 +665,10 @@ class SharedDevice:
             return self._estimate_step_ms(base + [waiting[c.order].work for c in joined])
 
         chosen = self.policy.join(candidates, self.now, step_ms, post_audio=batch[0].is_post_audio)
-        return [waiting[c.order] for c in chosen][: int(min(room, len(chosen)))]
+        joined = [waiting[c.order] for c in chosen][: int(min(room, len(chosen)))]
+        while joined and not self._batch_pays(batch + joined):  # a measuring clock: only where batching is cheaper
+            joined.pop()
+        return joined
 
     def _closed_draft(self, request: Request) -> bool:
         return not request.is_post_audio and self.now >= request.watch.closes
