@@ -583,7 +583,8 @@ class SharedDevice:
         if not (self.batching and urgent) or urgent[0].work.kind != FORWARD:
             return []
         waiting = {r.lane.slot: r.lane for r in urgent}.values()
-        room = min(self._estimate(r) for r in urgent if r.work.kind == FORWARD) - max(l.lent_ms() for l in waiting)
+        forward = min(self._estimate(r) for r in urgent if r.work.kind == FORWARD)
+        room = forward - max(lane.lent_ms() for lane in waiting)
         idle = [r for r in self._overdue_encodings([r for r in self.requests if not r.is_post_audio])
                 if self._estimate(r) <= room and self.now + self._estimate(r) <= r.watch.closes]
         chosen = self._choose(idle, self.now)
