@@ -29,51 +29,37 @@ class Padded:
         return [None] * len(calls)
 
 
-def one_forward_per_unit(lane, adapter) -> None:
+def one_forward_per_unit(lane, adapter, window_ms: float | None) -> None:
+    """One forward per unit: post-audio once the unit has arrived, or (``window_ms``) a draft in the idle window
+    that opens then."""
     for unit in range(UNITS):
         lane.wait_until(1000.0 * (unit + 1))
-        lane.stopwatch().run(DeviceWork(FORWARD, lambda: time.sleep(UNIT_COST_S), adapter, query_tokens=1,
-                                        call=(UNIT_COST_S,)))
+        lane.stopwatch(window_ms).run(DeviceWork(FORWARD, lambda: time.sleep(UNIT_COST_S), adapter, query_tokens=1,
+                                                 call=(UNIT_COST_S,)))
 
 
-def batched_steps(factor: float) -> int:
-    """Three sessions whose units arrive together, each one forward, on a device under the wall clock."""
+def three_sessions(factor: float, window_ms: float | None = None):
+    """Three sessions whose units arrive together, each one forward, on a device under the wall clock whose batched
+    forwards cost ``factor`` times their members padded; the device's stats. The draft policy (round robin) would let
+    every waiting draft join a draft step."""
     adapter = Padded(factor)
     device = SharedDevice(WallClock(), RoundRobin(), batching=True)
     for slot in range(3):
-        device.add(SessionLane(device, slot, 0.0), lambda lane: one_forward_per_unit(lane, adapter))
+        device.add(SessionLane(device, slot, 0.0), lambda lane: one_forward_per_unit(lane, adapter, window_ms))
     device.run(on_finished=lambda lane: None)
-    return device.stats.batched_steps
+    return device.stats
 
 
 def test_batches_that_cost_more_than_their_members_alone_stop_once_learned_and_cheap_ones_go_on():
-    assert batched_steps(factor=2.0) == LEARN_BATCHES  # tried while learning, then each forward alone
-    assert batched_steps(factor=0.2) == UNITS  # every unit's three forwards in one step
-
-
-def one_draft_per_window(lane, adapter) -> None:
-    for unit in range(UNITS):
-        lane.wait_until(1000.0 * unit)
-        lane.stopwatch(window_ms=900.0).run(DeviceWork(FORWARD, lambda: time.sleep(UNIT_COST_S), adapter,
-                                                        query_tokens=1, call=(UNIT_COST_S,)))
-
-
-def batched_draft_steps(factor: float) -> int:
-    """Three sessions each drafting one forward in the same idle windows, on a device under the wall clock; the draft
-    policy (round robin) would let every waiting draft join."""
-    adapter = Padded(factor)
-    device = SharedDevice(WallClock(), RoundRobin(), batching=True)
-    for slot in range(3):
-        device.add(SessionLane(device, slot, 0.0), lambda lane: one_draft_per_window(lane, adapter))
-    device.run(on_finished=lambda lane: None)
-    return device.stats.batched_draft_steps
+    assert three_sessions(factor=2.0).batched_steps == LEARN_BATCHES  # tried while learning, then each forward alone
+    assert three_sessions(factor=0.2).batched_steps == UNITS  # every unit's three forwards in one step
 
 
 def test_drafts_join_a_step_only_while_batches_pay_as_post_audio_forwards_do():
     # A batched draft step cannot be interrupted: on a CPU, where a batch costs what its members cost one after
     # another, it only makes a chunk that arrives meanwhile wait longer.
-    assert batched_draft_steps(factor=2.0) == LEARN_BATCHES
-    assert batched_draft_steps(factor=0.2) == UNITS
+    assert three_sessions(factor=2.0, window_ms=900.0).batched_draft_steps == LEARN_BATCHES
+    assert three_sessions(factor=0.2, window_ms=900.0).batched_draft_steps == UNITS
 
 
 def test_an_estimate_grows_with_the_query_tokens_and_a_single_size_gives_its_mean():

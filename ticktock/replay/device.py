@@ -585,8 +585,8 @@ class SharedDevice:
         waiting = {r.lane.slot: r.lane for r in urgent}.values()
         forward = min(self._estimate(r) for r in urgent if r.work.kind == FORWARD)
         room = forward - max(lane.lent_ms() for lane in waiting)
-        idle = [r for r in self._overdue_encodings([r for r in self.requests if not r.is_post_audio])
-                if self._estimate(r) <= room and self.now + self._estimate(r) <= r.watch.closes]
+        idle = [r for r in self._overdue_encodings([r for r in self.requests if not r.is_post_audio], room)
+                if self.now + self._estimate(r) <= r.watch.closes]
         chosen = self._choose(idle, self.now)
         if chosen is None:
             return []
@@ -597,9 +597,11 @@ class SharedDevice:
         self.stats.draft_steps += 1
         return [lent]
 
-    def _overdue_encodings(self, requests: list[Request]) -> list[Request]:
-        """The audio encodings among ``requests`` that have waited as long as they are expected to cost."""
-        return [r for r in requests if r.work.kind == ENCODE and self.now - r.submitted_ms >= self._estimate(r)]
+    def _overdue_encodings(self, requests: list[Request], at_most_ms: float = math.inf) -> list[Request]:
+        """The audio encodings among ``requests`` that have waited as long as they are expected to cost (and are
+        expected to cost at most ``at_most_ms``)."""
+        return [r for r in requests if r.work.kind == ENCODE and self.now - r.submitted_ms >= self._estimate(r)
+                and self._estimate(r) <= at_most_ms]
 
     def _draft_step(self) -> list[Request]:
         """The idle-window work the draft policy runs next (with batching: the draft forwards it lets join); empty
@@ -634,7 +636,7 @@ class SharedDevice:
         first = next(r for r in fitting if r.order == chosen.order)
         if first.work.kind != FORWARD:
             return []
-        return [r for r in self._overdue_encodings(fitting) if self._estimate(r) <= self._estimate(first)]
+        return self._overdue_encodings(fitting, self._estimate(first))
 
     def _choose(self, requests: list[Request], arrival: float) -> DraftCandidate | None:
         """The draft policy's choice among ``requests`` (None for none, or when it leaves the device idle)."""
