@@ -10,22 +10,26 @@ that speak within their first seconds), the script
    Per unit, ``paced_ms`` is the session's served latency (``ServedUnit.served_ms``: from the unit's last sample
    arriving to its decision). Against (1) it measures what real-time pace costs by itself: between units the CPU
    idles for most of a second, and the next unit's work then runs slower (cold caches, a core that was resting);
-3. serves it: ``ticktock serve`` (the same model and decoder) in a thread of this process, and a WebSocket client on
-   loopback streaming the session's audio in real time (100 ms appends on a monotonic schedule, no drift). Per unit,
-   ``server_ms`` is what the server reports (``ticktock.post_audio_ms``: from the unit's last sample arriving to its
-   decision), and ``client_ms`` the time from sending the append that completes the unit to receiving its decision
-   (an upper bound of "until the decision left the server": it adds loopback and the client's own work).
+3. serves it: ``python -m ticktock.serve`` (the same model and decoder, one thread) in a process of its own, as it is
+   deployed, and this process as its WebSocket client on loopback, streaming the session's audio in real time
+   (100 ms appends on a monotonic schedule, no drift). A client never shares the server's interpreter: in one
+   process the two would contend for one interpreter lock, and the client's own work would count as the server's.
+   Per unit, ``server_ms`` is what the server reports (``ticktock.post_audio_ms``: from the unit's last sample
+   arriving to its decision), and ``client_ms`` the time from sending the append that completes the unit to
+   receiving its decision (an upper bound of "until the decision left the server": it adds loopback and the
+   client's own work).
 
 It prints, per decoder, the medians over every unit of every session and run (runs alternate the decoders, A B A B,
 so a drift of the machine's speed reaches both): served latency (client and server side), the in-process wall
 latency of the same units, and the serving overhead (client_ms minus the in-process latency of the same unit, paired
 unit by unit; its median), over all units and over the units that speak. The overhead then splits in two, each
 paired unit by unit: **pace** (paced_ms minus the in-process latency: real-time pace with no server) and **serving**
-(client_ms minus paced_ms: the socket, the protocol and the server's loop). Last, the speak-unit speedup of each
-decoder over AR: served, in-process, and their ratio. Every figure is wall time on this machine's CPU, embedded
-model.
+(client_ms minus paced_ms: the socket, the protocol and the server's loop; "of it: server" is server_ms minus
+paced_ms, what the server adds before the decision leaves it). Last, the speak-unit speedup of each decoder over AR:
+served, at real-time pace in-process, back to back in-process, and the ratios of the served one to both. Every
+figure is wall time on this machine's CPU, embedded model.
 
-Run (about 4 minutes on 2 CPU cores)::
+Run (about 5 minutes on 2 CPU cores)::
 
     python scripts/bench_serve.py
     python scripts/bench_serve.py --runs 5 --sessions 6 --seconds 10
@@ -118,7 +122,7 @@ def paced(model, session, samples: np.ndarray, units: int) -> dict[int, float]:
     return {u: ms for u, ms in reports.items() if u < units}
 
 
-async def served(port: int, samples: np.ndarray, instructions: str | None, units: int) -> dict[int, tuple]:
+async def served(url: str, samples: np.ndarray, instructions: str | None, units: int) -> dict[int, tuple]:
     """Stream ``samples`` into the server in real time; per unit (client_ms, server_ms, decision)."""
     import websockets
 
@@ -126,7 +130,7 @@ async def served(port: int, samples: np.ndarray, instructions: str | None, units
     piece = int(PIECE_S * 16_000) * 2
     completed_at: dict[int, float] = {}
     decided: dict[int, tuple] = {}
-    async with websockets.connect(f"ws://127.0.0.1:{port}/v1/realtime?duplex=1", max_size=None) as ws:
+    async with websockets.connect(f"{url}?duplex=1", max_size=None) as ws:
         await ws.send(json.dumps({"type": "session.update", "session": {"instructions": instructions or ""}}))
 
         async def send() -> None:
@@ -163,8 +167,7 @@ def median(values) -> float:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from ticktock.serve.__main__ import compose_serve, serving_in_thread
-    from ticktock.serve.server import Server, ServeOptions
+    from ticktock.serve.__main__ import compose_serve, serving_in_process
     from ticktock.serve.session import ServedModel
     from ticktock.sessions.audio import load_audio
 
@@ -177,12 +180,12 @@ def main(argv=None) -> int:
         for decoder in args.decoders:
             cfg = compose_serve([f"decoder={decoder}", "serve.port=0", "progress=false"])
             model = ServedModel(cfg)
-            with serving_in_thread(Server(model, ServeOptions.parse(cfg.serve)), decoder) as port:
+            with serving_in_process(f"decoder={decoder}") as url:
                 for session in chosen:
                     samples = load_audio(session.audio_path)[: args.seconds * 16_000]
                     alone = in_process(model, session, samples, args.seconds)
                     pace = paced(model, session, samples, args.seconds)
-                    live = asyncio.run(served(port, samples, session.system_prompt, args.seconds))
+                    live = asyncio.run(served(url, samples, session.system_prompt, args.seconds))
                     for unit, (client_ms, server_ms, decision) in sorted(live.items()):
                         rows[decoder].append((client_ms, server_ms, alone[unit][0], alone[unit][1], pace[unit]))
             print(f"run {run + 1}/{args.runs} {decoder}: {len(rows[decoder])} units so far", flush=True)
@@ -191,24 +194,33 @@ def main(argv=None) -> int:
 
 
 def report(rows: dict, args) -> None:
+    """Two tables: the latencies (all units, and the units that speak), then the overhead split pair by pair; last,
+    the speak-unit speedups over the first decoder, against both in-process replays."""
     print(f"\nticktock serve on this CPU (wall clock, loopback, embedded model, {args.sessions} sessions x "
-          f"{args.seconds} s, {args.runs} runs; medians over units)")
-    print(f"{'decoder':<20} {'units':>5} {'served client ms':>16} {'served server ms':>16} {'in-process ms':>13} "
-          f"{'overhead ms':>11} {'speak units':>11} {'speak served ms':>15} {'speak in-proc ms':>16} "
-          f"{'speak overhead ms':>17} {'pace ms':>7} {'serving ms':>10}")
+          f"{args.seconds} s, {args.runs} runs; medians over units; client in a process of its own)")
+    print(f"{'decoder':<20} {'units':>5} {'served client ms':>16} {'served server ms':>16} {'paced ms':>8} "
+          f"{'in-process ms':>13} {'speak units':>11} {'speak served ms':>15} {'speak paced ms':>14} "
+          f"{'speak in-proc ms':>16}")
     speak = {}
     for decoder, units in rows.items():
         spoken = [u for u in units if u[3] in ("speak", "tool")]
-        speak[decoder] = (median(u[0] for u in spoken), median(u[2] for u in spoken))
+        speak[decoder] = (median(u[0] for u in spoken), median(u[4] for u in spoken), median(u[2] for u in spoken))
         print(f"{decoder:<20} {len(units):>5} {median(u[0] for u in units):>16.1f} {median(u[1] for u in units):>16.1f} "
-              f"{median(u[2] for u in units):>13.1f} {median(u[0] - u[2] for u in units):>11.1f} {len(spoken):>11} "
-              f"{speak[decoder][0]:>15.1f} {speak[decoder][1]:>16.1f} {median(u[0] - u[2] for u in spoken):>17.1f} "
-              f"{median(u[4] - u[2] for u in units):>7.1f} {median(u[0] - u[4] for u in units):>10.1f}")
+              f"{median(u[4] for u in units):>8.1f} {median(u[2] for u in units):>13.1f} {len(spoken):>11} "
+              f"{speak[decoder][0]:>15.1f} {speak[decoder][1]:>14.1f} {speak[decoder][2]:>16.1f}")
+    print("\noverhead, paired unit by unit (medians; ms): served (client) minus in-process = pace + serving")
+    print(f"{'decoder':<20} {'overhead':>8} {'speak':>6} {'pace':>6} {'serving':>8} {'speak':>6} {'of it: server':>13}")
+    for decoder, units in rows.items():
+        spoken = [u for u in units if u[3] in ("speak", "tool")]
+        print(f"{decoder:<20} {median(u[0] - u[2] for u in units):>8.1f} {median(u[0] - u[2] for u in spoken):>6.1f} "
+              f"{median(u[4] - u[2] for u in units):>6.1f} {median(u[0] - u[4] for u in units):>8.1f} "
+              f"{median(u[0] - u[4] for u in spoken):>6.1f} {median(u[1] - u[4] for u in units):>13.1f}")
     base = args.decoders[0]
     for decoder in args.decoders[1:]:
-        live, alone = speak[base][0] / speak[decoder][0], speak[base][1] / speak[decoder][1]
-        print(f"speak-unit speedup of {decoder} over {base}: served {live:.2f}x, in-process {alone:.2f}x "
-              f"(served / in-process {live / alone:.2f})")
+        live, pace, alone = (speak[base][k] / speak[decoder][k] for k in range(3))
+        print(f"speak-unit speedup of {decoder} over {base}: served {live:.2f}x; in-process at real-time pace "
+              f"{pace:.2f}x (served / paced {live / pace:.2f}); back to back {alone:.2f}x (served / back to back "
+              f"{live / alone:.2f})")
 
 
 if __name__ == "__main__":

@@ -151,6 +151,8 @@ def test_with_batching_an_arrived_chunks_encoding_leads_once_it_has_waited_its_c
 class LowestSlotFirst(RoundRobin):
     """Idle work of the lowest slot first; every waiting draft forward that fits its window joins a step."""
 
+    carries_drafts = True
+
     def choose(self, candidates, now_ms):
         return min(candidates, key=lambda c: (c.slot, c.order))
 
@@ -214,6 +216,15 @@ def writing(lane, log, forwards: int) -> None:
         log.append((lane.slot, FORWARD, lane.device.now))
 
 
+class LowestSlotFirstNoCarry(LowestSlotFirst):
+    """``LowestSlotFirst`` whose drafts never ride on a post-audio step."""
+
+    carries_drafts = False
+
+    def join(self, candidates, now_ms, step_ms, post_audio):
+        return [] if post_audio else super().join(candidates, now_ms, step_ms, post_audio)
+
+
 @pytest.mark.parametrize("batching", [True, False])
 def test_with_batching_waiting_post_audio_forwards_lend_one_forwards_time_to_idle_encodings(batching):
     # Forwards of 100 ms, encodings of 60 ms. Slot 0 writes 10 post-audio forwards from 0 ms; slots 1 and 2 each
@@ -238,6 +249,19 @@ def test_with_batching_waiting_post_audio_forwards_lend_one_forwards_time_to_idl
         assert ends[0] == [(FORWARD, 100.0 * k) for k in range(1, 11)]
         assert ends[1] == [] and device.stats.lent_steps == 0
     assert ends[2] == []
+
+
+def test_post_audio_forwards_lend_nothing_where_the_policy_lets_no_draft_ride_along():
+    # The case above with batching, but the policy never carries drafts on a post-audio step: an encoding run first
+    # would buy slot 1 no draft until slot 0's chain ends, so nothing is lent and slot 0 ends at 1000 ms.
+    log = []
+    device = SharedDevice(ModeledClock(CostProfile.constant(100.0, encode_ms=60.0, batch_factor=1.0)),
+                          LowestSlotFirstNoCarry(), batching=True)
+    device.add(SessionLane(device, 0, 0.0), lambda lane: writing(lane, log, 10))
+    device.add(SessionLane(device, 1, 0.0), lambda lane: drafting(lane, log, True, 9))
+    device.run(on_finished=lambda lane: None)
+    assert [end for slot, kind, end in log if slot == 0] == [100.0 * k for k in range(1, 11)]
+    assert [end for slot, kind, end in log if slot == 1] == [] and device.stats.lent_steps == 0
 
 
 def test_one_session_on_the_device_equals_the_session_alone(fixture_adapter, small_manifest):

@@ -105,6 +105,7 @@ def test_a_post_audio_step_carries_valuable_drafts_only_while_they_cost_little()
     joined = ExpectedSavings(carry_slowdown=0.1).join(drafts, now_ms=0.0, step_ms=step_ms, post_audio=True)
     assert [c.slot for c in joined] == [1, 2]  # 108 <= 110 < 112; the quiet tier-4 draft never rides along
     assert ExpectedSavings(batch_drafts=False).join(drafts, 0.0, step_ms, True) == []
+    assert ExpectedSavings().carries_drafts and not ExpectedSavings(batch_drafts=False).carries_drafts
 
 
 def test_early_prefill_ranks_first():

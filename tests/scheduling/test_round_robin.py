@@ -28,3 +28,4 @@ def test_round_robin_batches_every_draft_whose_window_allows_and_carries_none_on
     joined = RoundRobin().join([c(3, 1000.0), c(1, 1000.0), c(2, 155.0)], 100.0, step_ms, post_audio=False)
     assert [x.slot for x in joined] == [1, 3]  # slot 2's window closes at 155 < 100 + 70
     assert RoundRobin().join([c(1, 1000.0)], 100.0, step_ms, post_audio=True) == []
+    assert not RoundRobin().carries_drafts  # so no post-audio step lends its time to an idle encoding either

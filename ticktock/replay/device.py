@@ -572,7 +572,9 @@ class SharedDevice:
         they cost little. The lend is bounded: the encoding must have waited as long as it costs, fit before its own
         window closes, and cost no more than what every waiting session may still lend in its current chunk (one
         forward's cost in all: the cheapest waiting post-audio forward), and the draft policy must choose it as
-        worth the device before the next arrival, which is now (``ExpectedSavings`` declines its tier 4).
+        worth the device before the next arrival, which is now (``ExpectedSavings`` declines its tier 4). Only for a
+        policy that lets drafts ride on post-audio steps (``DraftPolicy.carries_drafts``): otherwise the lend would buy
+        nothing but an earlier start once the post-audio work has ended.
 
         Example (tests/test_device.py, hand-computed): forwards of 100 ms, encodings of 60 ms. Slot 0 writes 10 forwards
         from 0 ms; slots 1 and 2 must each encode a hypothesis before drafting, in windows closing at 1000. At 100 slot
@@ -580,7 +582,7 @@ class SharedDevice:
         960), and slot 0's chunk ends at 1060 instead of 1000. Slot 2's encoding would exceed slot 0's lend
         (60 + 60 > 100): its window closes first.
         """
-        if not (self.batching and urgent) or urgent[0].work.kind != FORWARD:
+        if not (self.batching and urgent and self.policy.carries_drafts) or urgent[0].work.kind != FORWARD:
             return []
         waiting = {r.lane.slot: r.lane for r in urgent}.values()
         forward = min(self._estimate(r) for r in urgent if r.work.kind == FORWARD)

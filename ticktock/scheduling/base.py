@@ -85,6 +85,13 @@ class DraftPolicy(ABC):
         """The candidate whose draft forward runs next (``candidates`` is never empty), or None to leave the
         device idle until the next session's audio arrives (the candidates ask again then)."""
 
+    @property
+    def carries_drafts(self) -> bool:
+        """Whether ``join`` may let draft forwards ride on a post-audio step (``post_audio`` True). The device lends
+        a post-audio step's time to an idle-window encoding only for a policy that does: the lend buys the drafts
+        that follow the encoding a ride on the post-audio steps, and nothing else. Default: False."""
+        return False
+
     def join(self, candidates: list[DraftCandidate], now_ms: float, step_ms: Callable[[list[DraftCandidate]], float],
              post_audio: bool) -> list[DraftCandidate]:
         """With ``concurrency.batching``: which of ``candidates`` (waiting draft forwards of sessions not in the step)

@@ -85,6 +85,10 @@ class ExpectedSavings(DraftPolicy):
             return None
         return best
 
+    @property
+    def carries_drafts(self) -> bool:
+        return self.batch_drafts
+
     def join(self, candidates, now_ms, step_ms, post_audio):
         if not self.batch_drafts:
             return []
