@@ -186,7 +186,8 @@ def the_server_s_frames(mode: str) -> list[str]:
         connection.on_end(RuntimeError("boom"))
         frames = []
         while (frame := connection.outgoing.get_nowait()) is not None:
-            frames.append(frame)
+            if isinstance(frame, str):  # (not a unit's "events written" mark: an int)
+                frames.append(frame)
         return frames
 
     return asyncio.run(drive())
@@ -275,3 +276,22 @@ def test_the_client_s_events_are_the_json_it_sent_before():
 def test_a_server_event_the_client_cannot_use_is_one_line_naming_the_field(frame, message):
     with pytest.raises(ProtocolError, match=message.replace("(", r"\(").replace("[", r"\[")):
         wire.parse_server_event(frame)
+
+
+def test_each_units_events_are_followed_by_its_mark_and_the_sender_records_it_written():
+    from ticktock.serve.server import Connection
+
+    async def drive() -> tuple[list, int]:
+        connection = Connection(None, "sess_1", "embedded", asyncio.get_running_loop(), "ar")
+        connection.on_unit(served_unit(0, "listen"))
+        connection.on_unit(served_unit(1, "speak", spoken=" Hi"))
+        queued = []
+        while not connection.outgoing.empty():
+            queued.append(connection.outgoing.get_nowait())
+        connection.wrote_unit(1)
+        return queued, connection.written_unit
+
+    queued, written = asyncio.run(drive())
+    kinds = [json.loads(q)["type"] if isinstance(q, str) else q for q in queued]
+    assert kinds[:2] == ["response.listen", 0] and kinds[-1] == 1 and "response.speak" in kinds[2:-1]
+    assert written == 1

@@ -165,7 +165,8 @@ def static_file(name: str) -> web.Response:
 
 class Connection:
     """One client's connection and its session: the client's settings, the outgoing queue (events as JSON text,
-    bounded in bytes) that the handler and the session's engine fill, and the response being spoken (a run of speak
+    bounded in bytes, and after each unit's events the unit's index: ``written_unit`` once they are written) that the
+    handler and the session's engine fill, and the response being spoken (a run of speak
     units is one response, ended by the next listen unit). ``mode`` is ``duplex`` or ``turns`` (``serving_mode``);
     ``decoder_name`` labels the session with ``model_name``.
 
@@ -198,6 +199,7 @@ class Connection:
         self.played_ms = 0.0
         self.created = False  # session.created was sent
         self.sender: asyncio.Future | None = None
+        self.written_unit = -1  # the last unit whose events were written to the socket
 
     # ------------------------------------------------------------------------------------ the outgoing queue
 
@@ -285,7 +287,20 @@ class Connection:
     # ----------------------------------------------------------------------------------- the session's reports
 
     def on_unit(self, unit: ServedUnit) -> None:
+        """A decided unit: its events, then a mark that the sender turns into ``written_unit`` once they are written
+        (the session waits for it before its next idle work: ``ServedSession.written``)."""
         self.send_soon(*self.unit_events(unit))
+        self._soon(self._mark, unit.index)
+
+    def _mark(self, index: int) -> None:
+        if not self.finished:
+            self.outgoing.put_nowait(index)
+
+    def wrote_unit(self, index: int) -> None:
+        """The sender wrote unit ``index``'s events: the session waiting for them goes on (the device is woken)."""
+        self.written_unit = index
+        if self.session is not None:
+            self.session.model.device.poke()
 
     def on_call(self, call_id: str, call: dict) -> None:
         """A tool call of the unit being decoded: its GA function-call events (the client runs it and answers)."""
@@ -485,6 +500,7 @@ class Server:
                                            connection.on_end, max_ahead_s=self.options.max_ahead_s,
                                            tool_timeout_s=self.options.tool_timeout_s,
                                            on_speech=connection.on_speech)
+        connection.session.written = lambda index: connection.written_unit >= index
         self.connections.add(connection)
         self.sessions.add(connection.session)
         return connection
@@ -496,6 +512,9 @@ class Server:
             text = await connection.outgoing.get()
             if text is None or ws.closed:
                 break
+            if isinstance(text, int):  # a unit's events are all written
+                connection.wrote_unit(text)
+                continue
             connection.sent(text)
             try:
                 await ws.send_str(text)
