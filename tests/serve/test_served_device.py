@@ -366,3 +366,27 @@ def test_max_sessions_reached_while_a_batch_runs_refuses_the_next_and_the_batche
         assert not any(e["type"] == "error" for e in seen[name])
     assert batched > 0
     assert seen["after"]["type"] == "session.created"  # their places were freed
+
+
+def test_a_session_waits_for_its_decisions_to_be_written_at_most_briefly_and_decides_every_unit(sessions):
+    # After each decision the session asks whether the server has written that unit's events (``written``) before it
+    # drafts the next unit. A server that never says so delays it by WRITE_WAIT_S per unit, no more: every unit is
+    # still decided, with the tokens of the session alone.
+    from ticktock.serve.session import ServedSession
+
+    model = served_model("speclisten_stream")
+    asked, ended = [], []
+    try:
+        one = ServedSession(model, sessions[0].session_id, on_unit=lambda unit: None, on_call=lambda *call: None,
+                            on_end=ended.append, system_prompt=sessions[0].system_prompt, tools=sessions[0].tools)
+        one.written = lambda index: asked.append(index) or False
+        one.start()
+        sender = stream_in_step([(one.audio, load_audio(sessions[0].audio_path))], UNITS,
+                                began=time.monotonic() + 0.05)
+        sender.join(timeout=60)
+        one.join(timeout_s=60)
+    finally:
+        model.close()
+    assert ended == [None]
+    assert sorted(set(asked)) == [u.index for u in one.units]  # asked after every decision
+    assert [u.output_tokens for u in one.units] == alone(model, sessions[0], "speclisten_stream")
