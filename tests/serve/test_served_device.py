@@ -378,8 +378,8 @@ def test_a_session_waits_for_its_decisions_to_be_written_at_most_briefly_and_dec
     asked, ended = [], []
     try:
         one = ServedSession(model, sessions[0].session_id, on_unit=lambda unit: None, on_call=lambda *call: None,
-                            on_end=ended.append, system_prompt=sessions[0].system_prompt, tools=sessions[0].tools)
-        one.written = lambda index: asked.append(index) or False
+                            on_end=ended.append, system_prompt=sessions[0].system_prompt, tools=sessions[0].tools,
+                            written=lambda index: asked.append(index) or False)
         one.start()
         sender = stream_in_step([(one.audio, load_audio(sessions[0].audio_path))], UNITS,
                                 began=time.monotonic() + 0.05)

@@ -166,8 +166,8 @@ def static_file(name: str) -> web.Response:
 class Connection:
     """One client's connection and its session: the client's settings, the outgoing queue (events as JSON text,
     bounded in bytes, and after each unit's events the unit's index: ``written_unit`` once they are written) that the
-    handler and the session's engine fill, and the response being spoken (a run of speak
-    units is one response, ended by the next listen unit). ``mode`` is ``duplex`` or ``turns`` (``serving_mode``);
+    handler and the session's engine fill, and the response being spoken (a run of speak units is one response,
+    ended by the next listen unit). ``mode`` is ``duplex`` or ``turns`` (``serving_mode``);
     ``decoder_name`` labels the session with ``model_name``.
 
     The queue ends with one end marker (``finish``): after it nothing more is queued, and the sender closes the socket
@@ -499,8 +499,8 @@ class Server:
         connection.session = ServedSession(self.model, connection.session_id, connection.on_unit, connection.on_call,
                                            connection.on_end, max_ahead_s=self.options.max_ahead_s,
                                            tool_timeout_s=self.options.tool_timeout_s,
-                                           on_speech=connection.on_speech)
-        connection.session.written = lambda index: connection.written_unit >= index
+                                           on_speech=connection.on_speech,
+                                           written=lambda index: connection.written_unit >= index)
         self.connections.add(connection)
         self.sessions.add(connection.session)
         return connection

@@ -213,10 +213,12 @@ class ServedSession:
     """One client's session (see the module docstring). ``on_unit(ServedUnit)`` as soon as a unit is decided,
     ``on_speech(unit, samples, sample_rate)`` once a talker has spoken it, ``on_call(call_id, call)`` and
     ``on_end(error or None)`` are called from the served device's thread (``on_end`` from the caller's when the
-    session never started)."""
+    session never started). ``written(unit)`` says whether the server has written that unit's events (default:
+    always; ``_let_it_leave``)."""
 
     def __init__(self, model: ServedModel, session_id: str, on_unit, on_call, on_end, system_prompt: str | None = None,
-                 tools: tuple = (), max_ahead_s: float = 30.0, tool_timeout_s: float = TOOL_TIMEOUT_S, on_speech=None):
+                 tools: tuple = (), max_ahead_s: float = 30.0, tool_timeout_s: float = TOOL_TIMEOUT_S, on_speech=None,
+                 written: Callable[[int], bool] | None = None):
         self.model = model
         self.session = Session(session_id, "live", LIVE_AUDIO_PATH, MAX_SESSION_S,
                                system_prompt=system_prompt, tools=tuple(tools))
@@ -228,7 +230,7 @@ class ServedSession:
         self.on_speech = on_speech
         self.on_end = on_end
         self.units: list[ServedUnit] = []
-        self.written: Callable[[int], bool] = lambda index: True  # whether unit ``index``'s events have been written
+        self.written = written or (lambda index: True)  # whether unit ``index``'s events have been written
         self.cancelled = False
         self._lane = None
         self._ended = threading.Event()
