@@ -175,3 +175,37 @@ def test_a_run_without_batched_encodings_keeps_its_identity():
     assert "batch_encodings" not in plain["concurrency"]
     batched = identity(compose_run("ar", "fixture", None, ["concurrency.sessions=2", "concurrency.batch_encodings=true"]))
     assert batched["concurrency"]["batch_encodings"] is True and batched != plain
+
+
+def test_a_chunk_encoded_with_the_next_chunks_silence_counts_as_two_encodings_in_a_batched_step(fixture_adapter):
+    """One session's chunk encoded with the silence after it (``DeviceWork.silence_after``: Speculative Listening's next
+    silence draft) and another session's chunk, in one step: the modeled clock charges three encodings; under the wall
+    clock the chunks run as one batched encoder call and the silence follows from the state its chunk left, equal to
+    peeking it after encoding that chunk alone."""
+    import torch
+
+    from ticktock.clocks.base import ENCODE, DeviceWork
+    from ticktock.clocks.modeled import CostProfile
+    from ticktock.clocks.wall import WallClock
+
+    chunk = (np.random.default_rng(0).standard_normal(16_000) * 0.1).astype(np.float32)
+    first, second = fixture_adapter.replica(), fixture_adapter.replica()
+
+    def works():
+        return [DeviceWork(ENCODE, lambda: None, first, call=(chunk, False), silence_after=16_000),
+                DeviceWork(ENCODE, lambda: None, second, call=(chunk, False), audio_fraction=0.5)]
+
+    profile = CostProfile("p", [1], [0], [[10.0]], encode_ms=50.0, encode_batch_sizes=[1, 2, 4],
+                          encode_batch_factor=[1.0, 1.1, 1.3])
+    modeled = SharedDevice(ModeledClock(profile), ExpectedSavings(), batch_encodings=True)
+    assert modeled._estimate_step_ms(works()) == pytest.approx(50.0 * 1.2)  # three encodings: between 2 and 4
+
+    for adapter in (first, second):
+        adapter.start_session(None, ())
+    device = SharedDevice(WallClock(), ExpectedSavings(), batch_encodings=True)
+    (embeddings, silence), other = device._run_batch(works())[0]
+    alone = fixture_adapter.replica()
+    alone.start_session(None, ())
+    assert torch.allclose(embeddings, alone.encode_audio(chunk), atol=1e-5)
+    assert torch.equal(silence, alone.peek_audio(np.zeros(16_000, dtype=np.float32)))
+    assert torch.allclose(other, embeddings, atol=1e-5)

@@ -141,6 +141,44 @@ def test_budget_is_checked_between_draft_forwards_and_overrun_is_carried(fixture
             sum(r.charged_ms for r in trace.forwards if r.phase == "post_audio" and r.chunk_index == i) + chunk.carried_ms)
 
 
+def test_the_silence_draft_is_encoded_with_the_chunks_audio_where_the_clock_batches_encodings(fixture_adapter,
+                                                                                              small_manifest):
+    """The embedded front-end's silence depends on its state, so a silence draft costs an encoding. Where the clock
+    can charge a step of two encodings, the engine encodes the next chunk's silence in the chunk's own encoding step:
+    that step costs 1.5 encodings (the profile's factor for two), the idle window none (but the first, which
+    follows no encoding step), and the drafts are those made
+    with the silence encoded in the window (the same embeddings: the same counters, chunk by chunk)."""
+    session = load_manifest(small_manifest)[0]
+
+    def run(**batching):
+        clock = ModeledClock(CostProfile.constant(0.5, encode_ms=40.0, **batching))
+        return replay(fixture_adapter, session, SpeculativeListeningDecoder(**CONFIGS["speclisten"]), clock=clock)
+
+    apart, together, ar = run(), run(encode_batch_factor=1.5), replay(fixture_adapter, session, ARDecoder())
+    assert outputs(together) == outputs(apart) == outputs(ar)
+    last = len(together.chunks) - 1
+    for i, (alone, fused) in enumerate(zip(apart.chunks, together.chunks)):
+        forwards = sum(r.charged_ms for r in together.forwards if r.phase == "post_audio" and r.chunk_index == i)
+        assert fused.timing.latency_ms == pytest.approx(forwards + (40.0 if i == last else 60.0))
+        drafting = sum(r.charged_ms for r in together.forwards if r.phase == "draft" and r.chunk_index == i)
+        first = 40.0 if i == 0 else 0.0  # the window before chunk 0 follows no encoding step
+        assert fused.counters.window_used_ms == pytest.approx(drafting + first)
+        assert alone.counters.window_used_ms == pytest.approx(drafting + 40.0)
+        same = ("draft_tokens", "accepted_draft_tokens", "window_forwards", "draft_full_match", "draft_source")
+        assert [getattr(fused.counters, k) for k in same] == [getattr(alone.counters, k) for k in same]
+
+
+def test_early_prefill_drafts_encode_their_silence_in_the_window_as_before(fixture_adapter, small_manifest):
+    """A decoder that feeds the arrived audio before its silence draft (early prefill) drafts the rest of the chunk
+    as silence: not the whole chunk the engine could encode ahead, so no step encodes silence ahead for it."""
+    session = load_manifest(small_manifest)[0]
+    decoder = SpeculativeListeningDecoder(**CONFIGS["speclisten"], early_prefill=True)
+    assert not decoder.silence_first and SpeculativeListeningDecoder().silence_first
+    clock = ModeledClock(CostProfile.constant(0.5, encode_ms=40.0, encode_batch_factor=1.5))
+    trace = replay(fixture_adapter, session, decoder, clock=clock)
+    assert all(c.timing.latency_ms < 60.0 for c in trace.chunks)  # 40 ms or less of encoding, a few forwards
+
+
 def test_pool_lookup_longest_match_recency_and_alignment():
     pool = HypothesisPool(max_n=3)
     pool.add([1, 2, 3, 4, 9])

@@ -48,9 +48,12 @@ class DeviceWork:
     first chunk (a cost profile may charge a cold start: ``encode_first_ms``); ``call`` is ``(samples, peek)``, so a
     shared device can encode several sessions' audio in one step (``ModelAdapter.encode_many``). ``early_prefill``: idle-window work that feeds
     arrived audio into the cache (an encoding or forward of early prefill: work the chunk's post-audio pass would
-    otherwise do; a shared device's draft policy may favour it). Other work (a talker's synthesis, ``TALK``) says
-    its own price: ``priced(result)`` is the milliseconds it costs (from a talker cost entry), or None to charge the
-    measured time (under the wall clock).
+    otherwise do; a shared device's draft policy may favour it). ``silence_after``: an encoding that, in the same
+    step, also encodes that many samples of silence from the state its audio leaves, then rolls them back (the next
+    chunk's silence hypothesis, ready when its idle window opens: ``ticktock.replay.engine``); its result is then
+    ``(embeddings, silence embeddings)``, and it is charged as one step of two encodings (``encode_pieces``). Other
+    work (a talker's synthesis, ``TALK``) says its own price: ``priced(result)`` is the milliseconds it costs (from a
+    talker cost entry), or None to charge the measured time (under the wall clock).
     """
 
     kind: str
@@ -64,6 +67,29 @@ class DeviceWork:
     priced: Callable[[Any], float | None] | None = None
     early_prefill: bool = False
     first_audio: bool = False
+    silence_after: int = 0
+
+    def with_silence(self, embeddings):
+        """An encoding's result: ``embeddings`` of its audio, with the silence it encodes next from the state that audio
+        left, rolled back, as ``(embeddings, silence)`` when it does (``silence_after``)."""
+        if not self.silence_after:
+            return embeddings
+        import numpy as np
+
+        return embeddings, self.adapter.peek_audio(np.zeros(self.silence_after, dtype=np.float32))
+
+
+def encode_pieces(work: DeviceWork) -> list[tuple[float, bool]]:
+    """The encodings an encoding step of ``work`` holds, as a cost profile prices them: (audio fraction, first) for
+    its audio, and a whole chunk for the silence it encodes after it (``DeviceWork.silence_after``).
+
+    >>> encode_pieces(DeviceWork(ENCODE, run=None, adapter=None, audio_fraction=0.5))
+    [(0.5, False)]
+    >>> encode_pieces(DeviceWork(ENCODE, run=None, adapter=None, silence_after=16000))
+    [(1.0, False), (1.0, False)]
+    """
+    audio = [(work.audio_fraction, work.first_audio)]
+    return audio + [(1.0, False)] if work.silence_after else audio
 
 
 class WindowClosed(Exception):
@@ -133,6 +159,8 @@ class Stopwatch(ABC):
             return WorkDone(result, wall, self.charge_forward(work.query_tokens, work.context_tokens, wall))
         if work.priced is not None:
             return WorkDone(result, wall, self.charge_priced(work.priced(result), wall))
+        if work.silence_after:
+            return WorkDone(result, wall, self.charge_encode_batch(encode_pieces(work), wall))
         return WorkDone(result, wall, self.charge_encode(wall, work.audio_fraction, work.first_audio))
 
     @abstractmethod
@@ -183,6 +211,12 @@ class Clock(ABC):
         """What one batched step of forwards, given as (query, context) tokens, is expected to cost (a cost profile with
         a batch dimension knows; None otherwise)."""
         return None
+
+    @property
+    def batches_encodings(self) -> bool:
+        """Whether this clock can charge one step of several audio encodings (``Stopwatch.charge_encode_batch``): a
+        measuring clock measures it, a cost profile needs a batch dimension for encodings."""
+        return False
 
     def estimate_encode_ms(self, pieces: list[tuple[float, bool]]) -> float | None:
         """What one step encoding these pieces of audio (audio fraction, first) is expected to cost: a cost profile

@@ -764,6 +764,10 @@ class ModeledClock(Clock):
     def estimate_batch_ms(self, shapes: list[tuple[int, int]]) -> float | None:
         return self.profile.batch_forward_ms(shapes) if self.profile.batches else None
 
+    @property
+    def batches_encodings(self) -> bool:
+        return self.profile.encode_batches
+
     def estimate_encode_ms(self, pieces: list[tuple[float, bool]]) -> float | None:
         if len(pieces) == 1:
             return self.profile.encode_cost_ms(*pieces[0]) * self.encode_scale

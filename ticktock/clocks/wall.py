@@ -72,5 +72,7 @@ class WallClock(Clock):
     def stopwatch(self, window_ms: float | None = None) -> WallStopwatch:
         return WallStopwatch(self.synchronize, self.timer, self.forwards)
 
+    batches_encodings = True  # a step of several encodings is measured like any other
+
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
         return self.forwards.at(query_tokens) if self.forwards.n else None

@@ -158,6 +158,13 @@ class Decoder:
     def start_session(self, session) -> None:
         """Called before a session's first chunk (``session`` is a ticktock.sessions.manifest.Session)."""
 
+    @property
+    def silence_first(self) -> bool:
+        """True when ``idle`` begins by drafting the next chunk as a whole chunk of silence (``IdleWindow.silence``).
+        Where that silence costs an encoding (its front-end's state shapes it), the engine then encodes it in the same
+        step as the chunk's audio, one step of two encodings, so that the window opens with it ready."""
+        return False
+
     def decode_chunk(self, step: ChunkStep) -> None:
         prefix = step.inputs.segments()
         while not step.done:

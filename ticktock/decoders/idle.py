@@ -175,11 +175,16 @@ class IdleWindow(Phase):
         cost). ``fresh``, and always for an adapter whose silence embeddings depend on its streaming state
         (``ModelAdapter.silence_depends_on_state``: MiniCPM-o's dynamic mel floor, prefix frames and encoder
         KV): the front-end applied to zeros from the current streaming state, then rolled back (the exact
-        "next second is silent" counterfactual; charged to this window as one audio encoding).
+        "next second is silent" counterfactual; charged to this window as one audio encoding), unless the engine
+        encoded just that in the previous chunk's audio encoding step (``Decoder.silence_first``: then it is
+        taken as it is, at no cost here).
         """
         import numpy as np
 
         unfed = self.unfed_samples  # all of the chunk, unless early prefill fed its first part
+        prepared = self.state.prepared_silence(self.chunk_index, unfed)
+        if prepared is not None:
+            return prepared
         if fresh or self.adapter.silence_depends_on_state or unfed < self.next_samples:
             return self.encode(np.zeros(unfed, dtype=np.float32), peek=True, fraction=unfed / self.next_samples)
         return self.adapter.silence_audio(self.next_samples)

@@ -201,6 +201,10 @@ class SpeculativeListeningDecoder(Decoder):
     # ------------------------------------------------------------------------------- idle window
 
     @property
+    def silence_first(self) -> bool:
+        return not self.settings.early_prefill  # early prefill feeds the arrived audio before the silence draft
+
+    @property
     def waits_for_audio(self) -> bool:
         return self.settings.early_prefill or self.settings.hypothesis == "partial"
 

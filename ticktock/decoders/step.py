@@ -91,14 +91,20 @@ class Phase:
     def _hypothesis(self) -> tuple[int, ...]:
         return ()
 
-    def encode(self, samples, peek: bool = False, fraction: float = 1.0, early_prefill: bool = False):
+    def encode(self, samples, peek: bool = False, fraction: float = 1.0, early_prefill: bool = False,
+               silence_after: int = 0):
         """Encode audio through this phase's stopwatch (``peek``: without advancing the front-end); ``fraction``:
         the share of the chunk's audio it is (what a cost profile charges for a piece: ``encode_fixed_ms``);
-        ``early_prefill``: the encoding feeds arrived audio into the cache before the chunk is complete."""
+        ``early_prefill``: the encoding feeds arrived audio into the cache before the chunk is complete;
+        ``silence_after``: in the same step, also encode that many samples of silence from the state the audio leaves
+        (rolled back), and return ``(embeddings, silence embeddings)`` (``DeviceWork.silence_after``)."""
         adapter = self.adapter
-        work = DeviceWork(ENCODE, lambda: adapter.peek_audio(samples) if peek else adapter.encode_audio(samples), adapter,
-                          call=(samples, peek), audio_fraction=fraction, early_prefill=early_prefill,
-                          first_audio=self.chunk_index == 0)
+
+        def run():
+            return work.with_silence(adapter.peek_audio(samples) if peek else adapter.encode_audio(samples))
+
+        work = DeviceWork(ENCODE, run, adapter, call=(samples, peek), audio_fraction=fraction,
+                          early_prefill=early_prefill, first_audio=self.chunk_index == 0, silence_after=silence_after)
         done = self.stopwatch.run(work)
         self.encode_wall_ms += done.wall_ms
         if self.phase_name == POST_AUDIO:

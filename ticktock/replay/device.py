@@ -77,7 +77,7 @@ from typing import Callable
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from ticktock.clocks.base import (ENCODE, FORWARD, MAX_REFUSED, TALK, Clock, DeviceWork, Stopwatch, WindowClosed,
-                                  WindowOver, WorkDone)
+                                  WindowOver, WorkDone, encode_pieces)
 from ticktock.replay.measured_costs import MeasuredCosts
 from ticktock.replay.realtime import RealTime
 from ticktock.replay.watchdog import ChunkTimeout
@@ -119,8 +119,9 @@ def device_time(ms: float, what: str) -> float:
 
 
 def work_size(work: DeviceWork) -> float:
-    """What a piece of work's measured cost grows with: a forward's query tokens, an encoding's share of its chunk."""
-    return work.query_tokens if work.kind == FORWARD else work.audio_fraction
+    """What a piece of work's measured cost grows with: a forward's query tokens, an encoding's share of its chunk (and
+    the whole chunk of silence it encodes after it, if it does: ``DeviceWork.silence_after``)."""
+    return work.query_tokens if work.kind == FORWARD else sum(fraction for fraction, _ in encode_pieces(work))
 
 
 class SessionLane(Clock):
@@ -169,6 +170,10 @@ class SessionLane(Clock):
 
     def describe(self) -> dict:
         return self.device.clock.describe()
+
+    @property
+    def batches_encodings(self) -> bool:
+        return self.device.clock.batches_encodings
 
     # ------------------------------------------------------------------------ what the session saw
 
@@ -706,7 +711,7 @@ class SharedDevice:
         """The expected cost of a forward or an encoding: the clock's own estimate (a cost profile; for forwards, the
         wall clock's line of what they measured), else what work of its kind and size cost so far (``MeasuredCosts``)."""
         if work.kind == ENCODE:
-            estimate = self.clock.estimate_encode_ms([(work.audio_fraction, work.first_audio)])
+            estimate = self.clock.estimate_encode_ms(encode_pieces(work))
         else:
             estimate = self.clock.estimate_ms(work.query_tokens, work.context_tokens)
         return estimate if estimate is not None else self.measured.estimate(work.kind, work_size(work))
@@ -720,7 +725,7 @@ class SharedDevice:
         """The expected cost of a batched step of these forwards or encodings: the clock's batch estimate, else (a
         measuring clock) the members' measured costs alone times the batch factor measured so far."""
         if works[0].kind == ENCODE:
-            estimate = self.clock.estimate_encode_ms([(w.audio_fraction, w.first_audio) for w in works])
+            estimate = self.clock.estimate_encode_ms([piece for w in works for piece in encode_pieces(w)])
         else:
             estimate = self.clock.estimate_batch_ms([(w.query_tokens, w.context_tokens) for w in works])
         if estimate is not None:
@@ -831,13 +836,15 @@ class SharedDevice:
         start = time.perf_counter()
         if self.clock.measured:
             results = (adapter.encode_many if encoding else adapter.forward_many)([(w.adapter, *w.call) for w in works])
+            if encoding:
+                results = [w.with_silence(r) for w, r in zip(works, results)]
         else:
             results = [w.run() for w in works]
         adapter.synchronize()
         wall = (time.perf_counter() - start) * 1000.0
         watch = self.clock.stopwatch()
         if encoding:
-            return results, wall, watch.charge_encode_batch([(w.audio_fraction, w.first_audio) for w in works], wall)
+            return results, wall, watch.charge_encode_batch([p for w in works for p in encode_pieces(w)], wall)
         return results, wall, watch.charge_batch([(w.query_tokens, w.context_tokens) for w in works], wall)
 
     def _advance(self, stall_ok: bool = False) -> bool:

@@ -46,6 +46,7 @@ class SessionState:
         self.session = session
         self.speech = speech  # the run's talker stage (``ticktock.replay.speech_out.SpeechOut``), None without one
         self._prepared: dict[int, dict[str, object]] = {}  # chunk -> text -> audio synthesized ahead
+        self._silence: tuple[int, int, object] | None = None  # (chunk, samples, embeddings): ``prepare_silence``
         self.adapter = adapter
         self.selector = selector
         self.clock = clock
@@ -82,6 +83,19 @@ class SessionState:
     def take_prepared_speech(self, chunk_index: int) -> dict:
         """The texts synthesized ahead for chunk ``chunk_index``, removed (used or discarded once it is committed)."""
         return self._prepared.pop(chunk_index, {})
+
+    def prepare_silence(self, chunk_index: int, samples: int, embeddings) -> None:
+        """Keep the embeddings of ``samples`` of silence as chunk ``chunk_index``'s silence hypothesis, encoded from the
+        front-end's state after the previous chunk's audio (in that audio's encoding step: ``ticktock.replay.engine``).
+        The front-end does not move between that step and the chunk's idle window, so they are what
+        ``IdleWindow.silence`` would encode there."""
+        self._silence = (chunk_index, samples, embeddings)
+
+    def prepared_silence(self, chunk_index: int, samples: int):
+        """The silence hypothesis of ``samples`` kept for chunk ``chunk_index`` (``prepare_silence``), or None."""
+        if self._silence is None or self._silence[:2] != (chunk_index, samples):
+            return None
+        return self._silence[2]
 
     def counters_for(self, chunk_index: int) -> ChunkCounters:
         return self._counters.setdefault(chunk_index, ChunkCounters())
