@@ -206,6 +206,6 @@ def test_a_chunk_encoded_with_the_next_chunks_silence_counts_as_two_encodings_in
     (embeddings, silence), other = device._run_batch(works())[0]
     alone = fixture_adapter.replica()
     alone.start_session(None, ())
-    assert torch.allclose(embeddings, alone.encode_audio(chunk), atol=1e-5)
+    assert torch.allclose(embeddings, alone.encode_audio(chunk), rtol=1e-4, atol=1e-4)  # a batched matmul
     assert torch.equal(silence, alone.peek_audio(np.zeros(16_000, dtype=np.float32)))
-    assert torch.allclose(other, embeddings, atol=1e-5)
+    assert torch.allclose(other, embeddings, rtol=1e-4, atol=1e-4)
