@@ -92,6 +92,11 @@ def encode_pieces(work: DeviceWork) -> list[tuple[float, bool]]:
     return audio + [(1.0, False)] if work.silence_after else audio
 
 
+def step_pieces(works: list[DeviceWork]) -> list[tuple[float, bool]]:
+    """The encodings one step of several works' encodings holds (``encode_pieces`` of each, in order)."""
+    return [piece for work in works for piece in encode_pieces(work)]
+
+
 class WindowClosed(Exception):
     """Idle-window work that could not start before the window closed (the next chunk's audio arrived while it
     waited for a device shared with other sessions): it is dropped, not run. A decoder drafting in an idle

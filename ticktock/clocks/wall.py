@@ -63,6 +63,7 @@ class WallClock(Clock):
 
     name = "wall"
     measured = True
+    batches_encodings = True  # a step of several encodings is measured like any other
 
     def __init__(self, synchronize: Callable[[], None] | None = None, timer: Callable[[], float] = time.perf_counter):
         self.synchronize = synchronize or (lambda: None)
@@ -71,8 +72,6 @@ class WallClock(Clock):
 
     def stopwatch(self, window_ms: float | None = None) -> WallStopwatch:
         return WallStopwatch(self.synchronize, self.timer, self.forwards)
-
-    batches_encodings = True  # a step of several encodings is measured like any other
 
     def estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
         return self.forwards.at(query_tokens) if self.forwards.n else None

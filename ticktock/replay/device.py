@@ -77,7 +77,7 @@ from typing import Callable
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from ticktock.clocks.base import (ENCODE, FORWARD, MAX_REFUSED, TALK, Clock, DeviceWork, Stopwatch, WindowClosed,
-                                  WindowOver, WorkDone, encode_pieces)
+                                  WindowOver, WorkDone, encode_pieces, step_pieces)
 from ticktock.replay.measured_costs import MeasuredCosts
 from ticktock.replay.realtime import RealTime
 from ticktock.replay.watchdog import ChunkTimeout
@@ -725,7 +725,7 @@ class SharedDevice:
         """The expected cost of a batched step of these forwards or encodings: the clock's batch estimate, else (a
         measuring clock) the members' measured costs alone times the batch factor measured so far."""
         if works[0].kind == ENCODE:
-            estimate = self.clock.estimate_encode_ms([piece for w in works for piece in encode_pieces(w)])
+            estimate = self.clock.estimate_encode_ms(step_pieces(works))
         else:
             estimate = self.clock.estimate_batch_ms([(w.query_tokens, w.context_tokens) for w in works])
         if estimate is not None:
@@ -844,7 +844,7 @@ class SharedDevice:
         wall = (time.perf_counter() - start) * 1000.0
         watch = self.clock.stopwatch()
         if encoding:
-            return results, wall, watch.charge_encode_batch([p for w in works for p in encode_pieces(w)], wall)
+            return results, wall, watch.charge_encode_batch(step_pieces(works), wall)
         return results, wall, watch.charge_batch([(w.query_tokens, w.context_tokens) for w in works], wall)
 
     def _advance(self, stall_ok: bool = False) -> bool:
