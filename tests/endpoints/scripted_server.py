@@ -57,10 +57,12 @@ MODEL = "scripted"
 #: twice; ``ahead_N``: decide unit N+1 in place of unit N (out of order); ``bad_audio_N``: after unit N's decision,
 #: an audio delta that is not base64; ``no_closed``: answer ``session.close`` by closing the socket without
 #: ``session.closed``; ``never_close``: ignore ``session.close`` (the client must close it); ``ping_storm``: ping
-#: every 5 ms from the start (and behave).
+#: every 5 ms from the start (and behave); ``stray_listens``: decide as vLLM-Omni does (no unit index), and in the
+#: middle of every unit's audio send the two ``response.listen`` of its runner that decide no unit (one with
+#: ``buffering: true`` and one with reason ``silence_or_noise``).
 BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "variants", "silent", "mute_after_N",
               "twice_N",
-              "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm")
+              "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm", "stray_listens")
 FLAVOURS = ("vllm_omni", "openai")
 
 
@@ -184,6 +186,9 @@ class Connection:
             await self.send(wire.SessionUpdated(self.session_object()))
         elif kind == "input_audio_buffer.append":
             self.received += len(base64.b64decode(event["audio"]))
+            if self.behaviour == "stray_listens" and self.received % UNIT_BYTES == UNIT_BYTES // 2:
+                await self.send(wire.ResponseListen(reason="buffering", buffering=True))
+                await self.send(wire.ResponseListen(reason="silence_or_noise"))
             if self.server.flavour == "vllm_omni":
                 while not self.quiet() and self.decided < self.received // UNIT_BYTES:
                     if not await self.decide():
@@ -243,7 +248,7 @@ class Connection:
                           {"type": "response.output_item.added", "output_index": "first", "item": None}):
                 await self.send(event)
         shown = unit + 1 if behaviour == "ahead" and unit == n else unit
-        report = wire.UnitReport(unit=shown, post_audio_ms=5.0)
+        report = None if behaviour == "stray_listens" else wire.UnitReport(unit=shown, post_audio_ms=5.0)
         if unit % 3 == 1:  # a spoken reply, whose response.done comes reply_s later
             await self.open_reply()
             await self.send(wire.ResponseSpeak(self.reply, "item_1", report))

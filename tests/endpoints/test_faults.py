@@ -149,11 +149,34 @@ def test_a_missing_audio_file_is_skipped_and_listed_with_skip_bad_sessions(tmp_p
 # ---------------------------------------------------------------------------------- during a session
 
 
-def test_a_session_the_server_refuses_fails_and_the_other_is_written(tmp_path, manifest):
-    with scripted({2: "refuse"}) as server:  # connection 0 is the probe, 1 the first session
+def test_a_session_refused_for_capacity_is_asked_again_and_held(tmp_path, manifest):
+    with scripted({2: "refuse", 3: "refuse"}) as server:  # connection 0 is the probe, 1 the first session
         summary = live_run(tmp_path / "run", server.url, *overrides(manifest))
-    assert summary.failed == 1 and summary.sessions == 1
-    one_failed(tmp_path / "run", "s1", "resource_exhausted")
+        assert server.connections == 5  # s1 asked three times: refused, refused, held
+    assert summary.failed == 0 and summary.sessions == 2 and written(tmp_path / "run") == {"s0", "s1"}
+
+
+def test_a_session_refused_for_capacity_past_the_wait_fails_with_the_server_s_words(tmp_path, manifest):
+    with scripted({n: "refuse" for n in range(2, 40)}) as server:
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest, "model.capacity_wait_s=1"))
+        asks = server.connections - 2
+    assert summary.failed == 1 and summary.sessions == 1 and asks >= 3
+    reason = one_failed(tmp_path / "run", "s1", "resource_exhausted", "no capacity for another session",
+                        "model.capacity_wait_s")
+    assert f"asked {asks} times in 1 s" in reason
+
+
+def test_listens_that_decide_no_unit_are_counted_apart_not_taken_as_decisions(tmp_path, manifest):
+    """vLLM-Omni's runner also sends ``response.listen`` when the model's prefill did not complete (``buffering``)
+    and, in a session without ``auto_response``, for every silent append (``silence_or_noise``); neither decides the
+    unit whose audio is still coming, so neither is that unit's decision, nor a fault."""
+    with scripted({1: "stray_listens", 2: "stray_listens"}) as server:
+        summary = live_run(tmp_path / "run", server.url, *overrides(manifest))
+    assert summary.failed == summary.partial == 0 and written(tmp_path / "run") == {"s0", "s1"}
+    assert run_json(tmp_path / "run")["listens_not_decisions"] == {
+        "buffering": 4, "before its unit's audio (silence_or_noise)": 4}
+    rows = pq.read_table(tmp_path / "run" / "chunks.parquet", columns=["response_ms"]).column(0).to_pylist()
+    assert len(rows) == 4 and all(0 <= r < 500 for r in rows)  # each unit timed by its own decision
 
 
 def test_a_server_closing_mid_session_keeps_what_was_decided_and_a_rerun_replays_only_it(tmp_path, manifest, capsys):

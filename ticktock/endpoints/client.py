@@ -17,8 +17,13 @@ the server has been quiet for ``quiet_s`` after the last frame with no reply ope
 for ``event_timeout_s``, or the remaining units still undecided ``end_timeout_s`` after the last frame, ends the
 session as failed. Each fault is one line in ``LiveRecord.failure`` naming the session, the event and what is wrong
 (the run marks the session failed and goes on; ``ticktock.endpoints.run``). What the server does that the
-measurement cannot use is a fault: a unit decided twice or out of order, a decision for a unit whose audio was not
-sent, an ``error`` event, malformed JSON, audio that is not base64.
+measurement cannot use is a fault: a unit decided twice or out of order, a speak decision (or a listen naming its
+unit) for a unit whose audio was not sent, an ``error`` event, malformed JSON, audio that is not base64. A
+``response.listen`` that decides no unit, as vLLM-Omni's runner sends them (``buffering``, or one that comes before
+the awaited unit's audio is all sent), is counted apart and is no fault (``LiveSession.not_a_decision``).
+
+The session opens with ``open_session``: a server that refuses it for capacity (vLLM-Omni's ``resource_exhausted``)
+is asked again until ``model.capacity_wait_s`` has passed, then the session fails with the server's own words.
 
 Example::
 
@@ -97,7 +102,8 @@ class LiveRecord:
     None, and ``failed_at_unit`` the unit then awaited; ``decided``: how many units were decided (per-unit
     protocols; turn-based: the units whose audio was sent before the last reply ended); ``closed_ms``: when the
     client began to close it; ``ended_by``: what ended it (``session.closed``, ``socket closed``, ``client closed``,
-    or no ``session.closed`` within ``close_timeout_s``); ``wall_s``: how long it lasted."""
+    or no ``session.closed`` within ``close_timeout_s``); ``wall_s``: how long it lasted; ``not_decisions``: the
+    ``response.listen`` events that decided no unit (``LiveSession.not_a_decision``), counted by what they were."""
 
     session_id: str
     units: int
@@ -113,6 +119,7 @@ class LiveRecord:
     closed_ms: float | None = None
     ended_by: str | None = None
     wall_s: float = 0.0
+    not_decisions: dict[str, int] = field(default_factory=dict)
 
     def unit_end_ms(self, unit: int) -> float | None:
         """When the frame completing ``unit`` left (None if it was never sent)."""
@@ -272,9 +279,34 @@ class LiveSession:
                 event = read_server_event(message.data)
             except ProtocolError as err:
                 raise SessionFault(f"server event {len(self.record.events) + 1}: {err}") from None
+            if self.not_a_decision(event):
+                continue
             self.record.events.append(Stamped(at_ms, event))
             await self.handle(event, at_ms)
         await self.close()
+
+    def not_a_decision(self, event: ServerEvent) -> bool:
+        """Whether ``event`` is a ``response.listen`` that decides no unit, as vLLM-Omni's duplex runner sends them
+        (``engine/duplex/session/runner.py`` and ``model_channel.py``, 0.30.0); it is counted in
+        ``LiveRecord.not_decisions`` by what it was, never taken as the awaited unit's decision nor a fault:
+
+        - ``buffering``: the runner says so (``response.metadata.buffering``) when the model's prefill of the input
+          did not complete: the model decided nothing;
+        - ``before its unit's audio``: a listen without a unit index while the awaited unit's audio is not all sent
+          (reason named, e.g. ``silence_or_noise``: the runner's answer to a silent append when the session does not
+          auto-respond). The model decides a unit from its whole audio, so it is not that unit's decision.
+
+        A listen that names its unit (``ticktock serve``) or a speak is always taken as a decision and checked."""
+        if not isinstance(event, ResponseListen) or event.unit is not None or not self.protocol.per_unit:
+            return False
+        if event.buffering:
+            what = "buffering"
+        elif self.next_unit >= sum(1 for frame in self.record.frames if frame.completes_unit is not None):
+            what = f"before its unit's audio ({event.reason or 'no reason given'})"
+        else:
+            return False
+        self.record.not_decisions[what] = self.record.not_decisions.get(what, 0) + 1
+        return True
 
     async def next_message(self):
         """The next frame from the server, or None when none came before the next check: a deadline that has
@@ -472,9 +504,8 @@ async def hold_session(endpoint: Endpoint, protocol: EndpointProtocol, session, 
     frames = len(audio) // (SAMPLE_RATE * endpoint.frame_ms // 1000)
     turn_ends = turn_end_frames([t.end_s for t in session.turns if committed_turn(t)], endpoint.frame_ms, frames)
     async with client_session(endpoint) as http:
-        live.ws = await connect(http, endpoint, protocol)
+        await open_session(http, live, session)
         try:
-            await opening(live, session)
             record.started_at = live.began = time.monotonic()
             await run_both(live, audio, turn_ends)
         except SessionFault as err:
@@ -534,14 +565,49 @@ async def connect(http, endpoint: Endpoint, protocol: EndpointProtocol):
                             f"{' '.join(str(err).split())[:200]})") from None
 
 
+#: The error codes of a server that refuses a session for capacity (vLLM-Omni's ``duplex_session.max_sessions``:
+#: ``resource_exhausted``, marked retryable): the client asks again (``open_session``).
+CAPACITY_CODES = frozenset({"resource_exhausted"})
+#: The waits between two asks of a server that refused for capacity (s): doubling from the first to the last.
+CAPACITY_BACKOFF_S = (0.25, 2.0)
+
+
+class CapacityRefused(EndpointError):
+    """The server refused the session for capacity, every time it was asked within ``model.capacity_wait_s``."""
+
+
+async def open_session(http, live: LiveSession, session) -> None:
+    """Connect and open the session (``connect``, ``opening``); a refusal for capacity is asked again, on a new
+    connection, with a doubling wait, until ``model.capacity_wait_s`` has passed since the first ask: then
+    ``CapacityRefused`` with the server's own words and how long it was asked. Every other refusal is the
+    ``EndpointError`` of ``opening``."""
+    endpoint = live.endpoint
+    deadline = time.monotonic() + endpoint.capacity_wait_s
+    wait, asks = CAPACITY_BACKOFF_S[0], 1
+    while True:
+        live.ws = await connect(http, endpoint, live.protocol)
+        try:
+            await opening(live, session)
+            return
+        except CapacityRefused as err:
+            await live.ws.close()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CapacityRefused(f"{err} (asked {asks} times in {endpoint.capacity_wait_s:g} s: "
+                                      "model.capacity_wait_s)") from None
+            await asyncio.sleep(min(wait, left))
+            wait, asks = min(2 * wait, CAPACITY_BACKOFF_S[1]), asks + 1
+
+
 async def opening(live: LiveSession, session) -> None:
     """Send the opening events and wait for ``session.created``; a server that refuses the session (an ``error``
-    event, or closing) before any audio is an ``EndpointError``."""
+    event, or closing) before any audio is an ``EndpointError`` (``CapacityRefused`` for capacity)."""
     from aiohttp import WSMsgType
 
     url = redacted(live.protocol.url(live.endpoint.url))
     try:
-        await live.send(live.protocol.opening(session.system_prompt, list(session.tools or [])))
+        await live.send(live.protocol.opening(session.system_prompt, list(session.tools or []),
+                                              live.endpoint.session_output()))
     except (ConnectionError, RuntimeError) as err:
         raise EndpointError(f"endpoint {url}: the connection closed before the session opened ({err})") from None
     deadline = time.monotonic() + live.endpoint.connect_timeout_s
@@ -564,7 +630,8 @@ async def opening(live: LiveSession, session) -> None:
         except ProtocolError as err:
             raise EndpointError(f"endpoint {url}: its first events cannot be read: {err}") from None
         if isinstance(event, ErrorEvent):
-            raise EndpointError(f"endpoint {url}: the server refused the session: {event.code}: {event.message}")
+            refusal = CapacityRefused if event.code in CAPACITY_CODES else EndpointError
+            raise refusal(f"endpoint {url}: the server refused the session: {event.code}: {event.message}")
         if isinstance(event, SessionCreated):
             live.record.info = event
 

@@ -23,12 +23,19 @@ Example::
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 import math
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from ticktock.endpoints.protocol import SessionOutput
 from ticktock.errors import EXIT_ENDPOINT, ConfigError, TickTockError
 
 #: Query keys whose values are secrets (case-insensitive): redacted wherever a URL is shown.
@@ -40,7 +47,12 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: The timing options and their bounds (seconds; ms for the send lag).
 TIMING_BOUNDS = (("connect_timeout_s", 0.1, 600), ("unit_timeout_s", 0.1, 3600), ("reply_timeout_s", 0.1, 3600),
                  ("grace_s", 0.0, 600), ("end_timeout_s", 0.1, 3600), ("quiet_s", 0.05, 600),
-                 ("close_timeout_s", 0.1, 600), ("send_lag_bound_ms", 0.1, 60_000))
+                 ("close_timeout_s", 0.1, 600), ("send_lag_bound_ms", 0.1, 60_000), ("capacity_wait_s", 0.0, 3600))
+#: The reference voice sent with audio output when ``model.ref_audio`` is not given: 2.1 s of TickTock-Bench-mini's
+#: synthetic speech (eSpeak NG), 16 kHz mono, in the package.
+SHIPPED_VOICE = Path(__file__).with_name("reference_voice.flac")
+#: The longest reference voice a session sends (s): vLLM-Omni puts its audio tokens in the session's first context.
+MAX_VOICE_S = 30.0
 
 
 class EndpointOptionError(ConfigError):
@@ -114,6 +126,14 @@ class Endpoint:
     ``send_lag_bound_ms``: a frame sent later than this after its time is *late* (the client machine could not keep
     real time), said in run.json and the tables; ``decoder``: the label of the server's decoding method in the
     tables when the server does not report it (``ticktock serve`` does); ``name``: the config's label.
+
+    What a session asks the server to produce (``session_output``): ``modalities`` (``audio`` and/or ``text``);
+    ``ref_audio``, the reference voice of the speech, sent with audio output as a ``data:audio/wav`` URI (a sound
+    file's path; None: ``SHIPPED_VOICE``, a 2.1 s voice that ships with TickTock; vLLM-Omni's MiniCPM-o 4.5 refuses
+    audio output without one); ``extra_body``, the server's own session options passed as given (e.g.
+    ``{"force_listen_count": 8}`` for a model with random weights, which decides nothing otherwise).
+    ``capacity_wait_s``: a server that refuses a session for capacity (vLLM-Omni's ``resource_exhausted``) is asked
+    again until this long has passed, then the session fails with the server's own words.
     """
 
     url: str
@@ -128,7 +148,19 @@ class Endpoint:
     close_timeout_s: float = 5.0
     send_lag_bound_ms: float = 20.0
     decoder: str | None = None
+    modalities: tuple[str, ...] = ("audio",)
+    ref_audio: str | None = None
+    extra_body: Mapping[str, object] | None = None
+    capacity_wait_s: float = 30.0
     name: str = "endpoint"
+
+    def __post_init__(self) -> None:
+        # Hydra hands lists and mappings over as OmegaConf containers: plain Python from here on (a bad type is
+        # left as it came, for ``check`` to name)
+        if not isinstance(self.modalities, (str, bytes)) and isinstance(self.modalities, Sequence):
+            self.modalities = tuple(self.modalities)
+        if isinstance(self.extra_body, Mapping):
+            self.extra_body = plain(self.extra_body)
 
     def check(self) -> None:
         """Every option, each in one ``EndpointOptionError`` line naming it; the token variable must be set, and a
@@ -170,6 +202,74 @@ class Endpoint:
                 raise EndpointOptionError(f"model.url: holds credentials ({redacted(self.url)!r}) and model.token_env "
                                           f"names a bearer token too: the server gets one or the other; remove the "
                                           f"user:password@ part of the URL, or model.token_env")
+        self.check_output()
+
+    def check_output(self) -> None:
+        """``modalities``, ``ref_audio`` (read now, when audio is asked for) and ``extra_body``, each bad one in one
+        line:
+
+        >>> Endpoint(url="ws://h:1/v1/realtime", modalities=("video",)).check_output()
+        Traceback (most recent call last):
+        ...
+        ticktock.endpoints.endpoint.EndpointOptionError: model.modalities: must be a non-empty list of 'audio' and 'text', got ('video',)
+        """
+        if not (isinstance(self.modalities, tuple) and self.modalities
+                and all(m in ("audio", "text") for m in self.modalities) and len(set(self.modalities)) == len(
+                    self.modalities)):
+            raise EndpointOptionError(f"model.modalities: must be a non-empty list of 'audio' and 'text', got "
+                                      f"{self.modalities!r}")
+        if self.extra_body is not None:
+            try:
+                json.dumps(self.extra_body, allow_nan=False)
+            except (TypeError, ValueError) as err:
+                raise EndpointOptionError(f"model.extra_body: must be a mapping of JSON values, got "
+                                          f"{self.extra_body!r} ({err})") from None
+            if not isinstance(self.extra_body, dict):
+                raise EndpointOptionError(f"model.extra_body: must be a mapping, e.g. "
+                                          f"model.extra_body={{force_listen_count:8}}, got {self.extra_body!r}")
+        if self.ref_audio is not None and not isinstance(self.ref_audio, str):
+            raise EndpointOptionError(f"model.ref_audio: must be a sound file's path, got {self.ref_audio!r}")
+        if "audio" in self.modalities:
+            self.voice_uri  # read now: a bad file is refused before any work
+
+    @property
+    def voice_path(self) -> Path:
+        """The reference voice's file: ``ref_audio`` (``~`` expanded), else ``SHIPPED_VOICE``."""
+        return Path(self.ref_audio).expanduser() if self.ref_audio else SHIPPED_VOICE
+
+    @cached_property
+    def voice_uri(self) -> str:
+        """The reference voice as ``data:audio/wav;base64,...`` (16-bit PCM at the file's own rate, channels mixed to
+        mono): ``EndpointOptionError`` naming ``model.ref_audio`` when the file cannot be read as sound, is silent,
+        or lasts more than ``MAX_VOICE_S``."""
+        import numpy as np
+        import soundfile
+
+        path = self.voice_path
+        try:
+            samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+        except (OSError, RuntimeError, soundfile.LibsndfileError) as err:
+            raise EndpointOptionError(f"model.ref_audio: {path}: cannot be read as sound "
+                                      f"({' '.join(str(err).split())[:200]})") from None
+        mono = samples.mean(axis=1)
+        if not len(mono) or not np.abs(mono).max() > 0:
+            raise EndpointOptionError(f"model.ref_audio: {path}: holds no sound (a reference voice must be speech)")
+        if len(mono) / rate > MAX_VOICE_S:
+            raise EndpointOptionError(f"model.ref_audio: {path}: lasts {len(mono) / rate:.1f} s, more than "
+                                      f"{MAX_VOICE_S:g} s (a reference voice is a few seconds of speech)")
+        wav = io.BytesIO()
+        soundfile.write(wav, mono, rate, format="WAV", subtype="PCM_16")
+        return "data:audio/wav;base64," + base64.b64encode(wav.getvalue()).decode("ascii")
+
+    def session_output(self) -> SessionOutput:
+        """What every session asks the server to produce (``ticktock.endpoints.protocol.SessionOutput``).
+
+        >>> output = Endpoint(url="ws://h:1/v1/realtime", extra_body={"force_listen_count": 3}).session_output()
+        >>> output.modalities, output.ref_audio[:22], output.extra_body
+        (('audio',), 'data:audio/wav;base64,', {'force_listen_count': 3})
+        """
+        voice = self.voice_uri if "audio" in self.modalities else None
+        return SessionOutput(self.modalities, voice, dict(self.extra_body or {}))
 
     @property
     def host(self) -> str:
@@ -192,4 +292,25 @@ class Endpoint:
     def describe(self) -> dict:
         """What run.json records about the endpoint: the redacted URL, the token variable's name, the options."""
         return {"url": self.shown_url, "host": self.host, "token_env": self.token_env, "frame_ms": self.frame_ms,
-                **{key: getattr(self, key) for key, _, _ in TIMING_BOUNDS}}
+                **{key: getattr(self, key) for key, _, _ in TIMING_BOUNDS}, **self.describe_output()}
+
+    def describe_output(self) -> dict:
+        """run.json's record of what sessions ask for: the modalities, the reference voice (its file's name and
+        the SHA-256 of what is sent, with audio output) and ``extra_body``."""
+        import hashlib
+
+        voice = None
+        if "audio" in self.modalities:
+            voice = {"file": self.voice_path.name,
+                     "shipped": self.ref_audio is None,
+                     "sha256": hashlib.sha256(self.voice_uri.encode("ascii")).hexdigest()}
+        return {"modalities": list(self.modalities), "ref_audio": voice, "extra_body": dict(self.extra_body or {})}
+
+
+def plain(value):
+    """An OmegaConf container (or any mapping/sequence) as plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
+        return [plain(v) for v in value]
+    return value

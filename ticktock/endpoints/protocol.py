@@ -13,20 +13,44 @@ are ``ticktock.wire``'s client-event classes, sent as their ``to_json()``.
 ``response.speak``): each unit's response time, lag and deadline miss are measured; False for a turn-based server,
 which answers committed turns (``ticktock.endpoints.measure`` says what is measured then).
 
+``opening`` takes the session's output (``SessionOutput``: the output modalities, the reference voice as a data URI,
+the ``extra_body`` the user passes to the server), from the endpoint's options (``model.modalities``,
+``model.ref_audio``, ``model.extra_body``).
+
 Example (the events of a session's opening, as the vLLM-Omni duplex protocol sends them)::
 
     >>> from ticktock.endpoints.vllm_omni_duplex import VllmOmniDuplex
-    >>> [event["type"] for event in VllmOmniDuplex().opening("Be brief.", [])]
+    >>> [event["type"] for event in VllmOmniDuplex().opening("Be brief.", [], SessionOutput(("text",)))]
     ['session.update']
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
 
 from ticktock.wire import AudioAppend, FunctionCallOutput, SessionUpdate
+
+
+@dataclass(frozen=True)
+class SessionOutput:
+    """What a session asks the server to produce: ``modalities`` (``audio`` and/or ``text``), the reference voice of
+    its speech (``ref_audio``: a ``data:audio/wav;base64,...`` URI, or None) and ``extra_body`` (the server's own
+    session options, passed as given, e.g. vLLM-Omni's ``force_listen_count``).
+
+    >>> SessionOutput().modalities, SessionOutput(("text",)).speaks
+    (('audio',), False)
+    """
+
+    modalities: tuple[str, ...] = ("audio",)
+    ref_audio: str | None = None
+    extra_body: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def speaks(self) -> bool:
+        return "audio" in self.modalities
 
 
 class EndpointProtocol:
@@ -40,9 +64,11 @@ class EndpointProtocol:
         """The URL to connect to, from the one the user gave (as given, by default)."""
         return url
 
-    def opening(self, instructions: str | None, tools: list[Mapping[str, object]]) -> list[dict]:
-        """The events sent once connected: the session's settings (instructions, tools, PCM16 16 kHz input)."""
-        return [SessionUpdate.declaring(instructions, tools).to_json()]
+    def opening(self, instructions: str | None, tools: list[Mapping[str, object]],
+                output: SessionOutput = SessionOutput()) -> list[dict]:
+        """The events sent once connected: the session's settings (instructions, tools, PCM16 16 kHz input, the
+        output modalities; OpenAI's vocabulary has no reference voice and no ``extra_body``, so neither is sent)."""
+        return [SessionUpdate.declaring(instructions, tools, modalities=output.modalities).to_json()]
 
     def frame(self, samples: np.ndarray) -> list[dict]:
         """The events carrying one frame of audio (16 kHz mono float32)."""

@@ -127,17 +127,21 @@ class EndpointIdentity:
 
 async def probe(endpoint: Endpoint, protocol: EndpointProtocol) -> EndpointIdentity:
     """Open one session and close it before any audio: who the endpoint is (``EndpointError`` when it cannot be
-    reached or refuses the session)."""
-    from ticktock.endpoints.client import LiveRecord, LiveSession, client_session, connect, opening
+    reached or refuses the session). The probe closes its session as every session ends (``session.close``, then the
+    wait for ``session.closed`` or the socket's close, ``model.close_timeout_s``), so a server that counts its
+    sessions (vLLM-Omni's ``duplex_session.max_sessions``) has its slot back before the run's sessions open: a socket
+    merely dropped is a detach there, whose slot stays held for a resume."""
+    from ticktock.endpoints.client import LiveRecord, LiveSession, client_session, open_session
     from ticktock.endpoints.playback import LivePlayer
 
     async with client_session(endpoint) as http:
         live = LiveSession(endpoint, protocol, LiveRecord("probe", 0), None, LivePlayer())
-        live.ws = await connect(http, endpoint, protocol)
         try:
-            await opening(live, _Probe())
+            await open_session(http, live, _Probe())
+            await live.close()
         finally:
-            await live.ws.close()
+            if live.ws is not None and not live.ws.closed:
+                await live.ws.close()
     info = live.record.info
     url = redacted(protocol.url(endpoint.url))
     return EndpointIdentity(*(outside_label(getattr(info, key), what, url) for key, what in (
@@ -353,6 +357,7 @@ def finish_session(cfg, protocol, session, record, writer, labels, settings, slo
     from ticktock.results.fingerprint import session_fingerprint
 
     outcome.ended(record.ended_by or "not ended")
+    outcome.listened_apart(record.not_decisions)
     if record.failure is not None and record.decided == 0:
         outcome.fail(session.session_id, record.failure, "endpoint")
         return

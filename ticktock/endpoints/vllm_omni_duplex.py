@@ -14,6 +14,13 @@ time is measured. What the events mean there, and so what the client sends:
   ``session.close`` once every unit is decided and the reply in flight has ended (``model.grace_s``), and waits for
   ``session.closed`` or the socket's close (``model.close_timeout_s``).
 - ``playback.ack`` tells how much of the speech the client has played (the server keeps its history honest).
+- The session's settings are those of vLLM-Omni's own client preset for MiniCPM-o 4.5
+  (``vllm_omni/clients/minicpmo_4_5.py``): ``overlap_policy: listen_only``, ``playback_commit_policy: ack_only``,
+  ``extra_body: {"auto_response": true, "force_listen_count": 0}``, plus the user's ``model.extra_body`` over them.
+  ``auto_response`` matters: without it vLLM-Omni runs the session turn by turn and answers every silent append at
+  once with ``response.listen`` (reason ``silence_or_noise``), which is not a unit's decision. With audio among the
+  output modalities the session carries a reference voice (``ref_audio``, a data URI): vLLM-Omni's MiniCPM-o 4.5
+  refuses audio output without one (``ref_audio_required``).
 
     >>> protocol = VllmOmniDuplex()
     >>> protocol.url("ws://127.0.0.1:8099/v1/realtime"), protocol.url("ws://h/v1/realtime?duplex=true&model=m")
@@ -22,14 +29,23 @@ time is measured. What the events mean there, and so what the client sends:
     (True, [], ['session.close'])
     >>> protocol.played(1200.0, "resp_1")[0]["played_ms"]
     1200.0
+    >>> update = protocol.opening(None, [], SessionOutput(("text",), extra_body={"force_listen_count": 3}))[0]
+    >>> update["session"]["output_modalities"], update["session"]["extra_body"]
+    (['text'], {'auto_response': True, 'force_listen_count': 3})
 """
 
 from __future__ import annotations
 
+from typing import Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from ticktock.endpoints.protocol import EndpointProtocol
-from ticktock.wire import PlaybackAck, SessionClose
+from ticktock.endpoints.protocol import EndpointProtocol, SessionOutput
+from ticktock.wire import PlaybackAck, SessionClose, SessionUpdate
+
+#: vLLM-Omni's client preset for MiniCPM-o 4.5 (``create_duplex_session_config``), with ``auto_response`` as its
+#: ``SessionConfig`` sends it: the session keys, and the ``extra_body`` under the user's own.
+PRESET_SESSION = {"overlap_policy": "listen_only", "playback_commit_policy": "ack_only"}
+PRESET_EXTRA_BODY = {"auto_response": True, "force_listen_count": 0}
 
 
 class VllmOmniDuplex(EndpointProtocol):
@@ -44,6 +60,14 @@ class VllmOmniDuplex(EndpointProtocol):
         return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
     awaits_closed = True
+
+    def opening(self, instructions: str | None, tools: list[Mapping[str, object]],
+                output: SessionOutput = SessionOutput()) -> list[dict]:
+        extra: dict[str, object] = {**PRESET_SESSION, "modalities": list(output.modalities),
+                                    "extra_body": {**PRESET_EXTRA_BODY, **dict(output.extra_body)}}
+        if output.speaks and output.ref_audio is not None:
+            extra["ref_audio"] = output.ref_audio
+        return [SessionUpdate.declaring(instructions, tools, modalities=output.modalities, extra=extra).to_json()]
 
     def closing(self) -> list[dict]:
         return [SessionClose().to_json()]

@@ -87,6 +87,7 @@ class SessionOutcome:
     failed: list = field(default_factory=list)
     partial: list = field(default_factory=list)
     endings: dict = field(default_factory=dict)
+    not_decisions: dict = field(default_factory=dict)
 
     def fail(self, session_id: str, reason: str, who: str) -> None:
         """A session of which nothing is written; one line on stderr (``who``: what saw it, e.g. ``watchdog``)."""
@@ -104,11 +105,18 @@ class SessionOutcome:
     def ended(self, how: str) -> None:
         self.endings[how] = self.endings.get(how, 0) + 1
 
+    def listened_apart(self, counts: dict) -> None:
+        """Count a live session's ``response.listen`` events that decided no unit, by what they were."""
+        for what, count in counts.items():
+            self.not_decisions[what] = self.not_decisions.get(what, 0) + count
+
     def record(self) -> dict:
         """run.json's keys: ``skipped_sessions``, ``failed_sessions``, ``partial_sessions`` (and ``session_endings``
-        when sessions said how they ended)."""
+        when sessions said how they ended, ``listens_not_decisions`` when a server sent listens that decided no
+        unit)."""
         return {"skipped_sessions": self.skipped, "failed_sessions": self.failed, "partial_sessions": self.partial,
-                **({"session_endings": self.endings} if self.endings else {})}
+                **({"session_endings": self.endings} if self.endings else {}),
+                **({"listens_not_decisions": self.not_decisions} if self.not_decisions else {})}
 
 
 @dataclass

@@ -90,17 +90,21 @@ class SessionUpdate(WireEvent):
 
     @classmethod
     def declaring(cls, instructions: str | None, tools: list[Mapping[str, object]] = (), model: str | None = None,
-                  input_rate_hz: int = 16_000) -> SessionUpdate:
-        """The live client's update: PCM16 input at ``input_rate_hz``, the session's instructions and tools (a
-        manifest's ``{"name", "description", "parameters"}`` schemas as GA function tools), in OpenAI GA's shape plus
-        vLLM-Omni's flat keys (both servers read it).
+                  input_rate_hz: int = 16_000, modalities: tuple[str, ...] = ("audio",),
+                  extra: Mapping[str, object] | None = None) -> SessionUpdate:
+        """The live client's update: PCM16 input at ``input_rate_hz``, the output ``modalities``, the session's
+        instructions and tools (a manifest's ``{"name", "description", "parameters"}`` schemas as GA function tools),
+        in OpenAI GA's shape plus vLLM-Omni's flat keys (both servers read it); ``extra``: more session keys of one
+        server (vLLM-Omni's ``ref_audio``, ``extra_body``...), added as given.
 
         >>> SessionUpdate.declaring(None, [{"name": "f", "parameters": {"type": "object"}}]).session["tools"]
         [{'type': 'function', 'name': 'f', 'description': '', 'parameters': {'type': 'object'}}]
+        >>> SessionUpdate.declaring(None, modalities=("text",), extra={"extra_body": {"k": 1}}).modalities
+        ('text',)
         """
         session: dict[str, object] = {
             "type": "realtime",
-            "output_modalities": ["audio"],
+            "output_modalities": list(modalities),
             "audio": {"input": {"format": {"type": "audio/pcm", "rate": input_rate_hz}}},
             "input_audio_format": "pcm16",
             "sample_rate_hz": input_rate_hz,
@@ -113,6 +117,7 @@ class SessionUpdate(WireEvent):
             session["instructions"] = instructions
         if model:
             session["model"] = model
+        session.update(extra or {})
         return cls(session)
 
     def to_json(self) -> dict[str, object]:

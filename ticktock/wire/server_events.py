@@ -49,7 +49,7 @@ from typing import ClassVar, Mapping, Union
 import numpy as np
 
 from ticktock.wire.codec import (DEFAULT_OUTPUT_RATE_HZ, ERROR_TYPES, Fields, ProtocolError, SessionSettings,
-                                 WireEvent, clipped, encode_pcm16, event_id_field, event_table, read_json_object)
+                                 WireEvent, clipped, echoed, encode_pcm16, event_id_field, event_table, read_json_object)
 
 
 def _server_event_id(fields: Fields) -> str | None:
@@ -233,9 +233,16 @@ class ResponseListen(UnitDecision, WireEvent):
     """``response.listen``: the model keeps listening this unit. Without ``response_id`` it is a standalone decision;
     with one, it ends that response (the model yields the turn), as vLLM-Omni's client reads it.
 
+    ``reason`` and ``buffering``: what vLLM-Omni says of it in ``response.metadata``. ``buffering: true`` (its reason
+    ``buffering`` or a prefill error) is sent when the model's prefill of the input did not complete, so the model
+    decided nothing; ``silence_or_noise`` answers a silent append of a session without ``auto_response``.
+
     >>> listen = ResponseListen(UnitReport(unit=4), "resp_1").to_json()
     >>> listen["response"], listen["response_id"], listen["ticktock"]
     ({'object': 'realtime.response', 'status': 'listening', 'metadata': {}, 'id': 'resp_1'}, 'resp_1', {'unit': 4})
+    >>> parse_server_event('{"type": "response.listen", "response": {"metadata": {"reason": "buffering", '
+    ...                    '"buffering": true}}}').buffering
+    True
     """
 
     type: ClassVar[str] = "response.listen"
@@ -243,9 +250,16 @@ class ResponseListen(UnitDecision, WireEvent):
     report: UnitReport | None = None
     response_id: str | None = None
     event_id: str | None = event_id_field()
+    reason: str | None = None
+    buffering: bool = False
 
     def to_json(self) -> dict[str, object]:
-        response: dict[str, object] = {"object": "realtime.response", "status": "listening", "metadata": {}}
+        metadata: dict[str, object] = {}
+        if self.reason is not None:
+            metadata["reason"] = self.reason
+        if self.buffering:
+            metadata["buffering"] = True
+        response: dict[str, object] = {"object": "realtime.response", "status": "listening", "metadata": metadata}
         event: dict[str, object] = {**self.head(), "response": response}
         if self.response_id is not None:
             response["id"] = self.response_id
@@ -256,7 +270,15 @@ class ResponseListen(UnitDecision, WireEvent):
 
     @classmethod
     def from_fields(cls, fields: Fields) -> ResponseListen:
-        return cls(_report(fields), _response_id(fields), event_id=_server_event_id(fields))
+        # the metadata is the server's own (vLLM-Omni's runner fills it as it likes): read leniently, clipped
+        response = fields.event.get("response")
+        metadata = response.get("metadata") if isinstance(response, dict) else None
+        metadata = metadata if isinstance(metadata, dict) else {}
+        reason = metadata.get("reason")
+        reason = echoed(reason) if isinstance(reason, str) else None
+        buffering = metadata.get("buffering") is True
+        return cls(_report(fields), _response_id(fields), event_id=_server_event_id(fields), reason=reason,
+                   buffering=buffering)
 
 
 @dataclass(frozen=True)
@@ -727,7 +749,7 @@ def parse_server_event(frame: str | bytes) -> ServerEvent:
     """One server frame as its typed event (see the module docstring); ``ProtocolError`` when it cannot be read.
 
     >>> parse_server_event('{"type": "response.listen", "response": {"status": "listening"}}')
-    ResponseListen(report=None, response_id=None, event_id=None)
+    ResponseListen(report=None, response_id=None, event_id=None, reason=None, buffering=False)
     >>> parse_server_event('{"type": "session.heartbeat_ack", "session_id": "s1", "event_id": "e1"}')
     HeartbeatAck(session_id='s1', event_id='e1')
     """
