@@ -13,7 +13,7 @@ import torch
 
 from ticktock.adapters.minicpm_audio import MiniCPMAudioFrontend, block_causal_mask
 
-TINY_AUDIO_CONFIG = dict(d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
+TINY_AUDIO_CONFIG = dict(d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=128,
                          num_mel_bins=80, max_source_positions=1500)
 LLM_HIDDEN = 48
 SESSION_SECONDS = 36.5  # 37 chunks of 1 s, the last one short

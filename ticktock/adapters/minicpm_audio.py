@@ -20,7 +20,9 @@ Per chunk:
    offset by the encoder KV length, the Whisper layers attending to (cached past frames + these 50), the
    final LayerNorm. The KV is dropped before a chunk that would reach ``max_source_positions`` (every 29
    chunks at 1500 positions).
-4. **Projection and pooling.** Linear-ReLU-Linear to the LLM width, then AvgPool1d(5): 10 embeddings.
+4. **Projection and pooling.** Linear-ReLU-Linear to the LLM width, then AvgPool1d(5): 10 embeddings. The
+   projection's input width is ``encoder_ffn_dim // 4``, as MiniCPM-o sizes it (equal to ``d_model`` in a
+   Whisper encoder, whose FFN is 4 x ``d_model``; a config where they differ is refused).
 
 Everything that persists is in the frozen ``MiniCPMAudioState``; ``encode`` returns a new one and never
 mutates the old one (tensors only grow by concatenation into new tensors), so a snapshot is a reference.
@@ -29,7 +31,7 @@ Example::
 
     >>> import torch
     >>> _ = torch.manual_seed(0)
-    >>> config = dict(d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
+    >>> config = dict(d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=128,
     ...               num_mel_bins=80, max_source_positions=1500)
     >>> fe = MiniCPMAudioFrontend(config, llm_hidden_size=48, attn_implementation="eager")
     >>> embeds, state = fe.encode(torch.zeros(16000), fe.initial_state())
@@ -205,8 +207,11 @@ class MiniCPMAudioFrontend(nn.Module):
             raise ValueError(f"pool_step {pool_step} must divide the {CONV_FRAMES} encoder frames of a chunk")
         if config.max_source_positions < CONV_FRAMES:
             raise ValueError(f"max_source_positions {config.max_source_positions} < {CONV_FRAMES} frames of one chunk")
+        if config.encoder_ffn_dim // 4 != config.d_model:
+            raise ValueError(f"encoder_ffn_dim // 4 = {config.encoder_ffn_dim // 4} must equal d_model {config.d_model}: "
+                             "MiniCPM-o sizes the audio projection's input as encoder_ffn_dim // 4")
         self.apm = WhisperEncoder(config)
-        self.audio_projection_layer = AudioProjection(config.d_model, llm_hidden_size)
+        self.audio_projection_layer = AudioProjection(config.encoder_ffn_dim // 4, llm_hidden_size)
         self.audio_avg_pooler = nn.AvgPool1d(pool_step, stride=pool_step)
         self.max_positions = config.max_source_positions
         self.mel_filters = whisper_mel_filters(config.num_mel_bins)  # plain fp32 CPU tensor: never cast to bf16

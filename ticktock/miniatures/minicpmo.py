@@ -1,16 +1,42 @@
 """Miniature checkpoints of the MiniCPM-o 4.5 family in the real on-disk layout, for tests and CPU smoke runs.
 
-A miniature is what ``hf download`` would give, shrunk: ``config.json`` with the real keys (the LLM's
-Qwen3 fields at the top level, ``audio_config`` for the Whisper encoder, ``audio_pool_step``), safetensors
-shards listed by ``model.safetensors.index.json`` with the published key names (``llm.*``, ``apm.*``,
-``audio_projection_layer.*``, and a few ``vpm.*`` / ``tts.*`` tensors the loader must skip), and tokenizer files
-(``vocab.json``, ``merges.txt``, ``tokenizer_config.json`` with ``bad_token_ids``) whose special tokens sit at
-their published ids (``<unit>`` 151683, ``<|listen|>`` 151705, ``<|chunk_eos|>`` 151718, ...; vocabulary
-151748). Only the widths are small (LLM hidden 64, 2 layers; encoder width 32, 2 layers) and the weights random,
-so the real loading path (``ticktock.adapters.minicpmo``) loads a miniature exactly as it loads the real weights.
-Every config.json written here is marked (``"ticktock_miniature": {"random_weights": true, "parameters": N,
-"written_by": "ticktock.miniatures"}``, ``checkpoint.miniature_marker``), so a run on a miniature says so in
-run.json and the tables label it and leave the paper's columns empty for it.
+A miniature is what ``hf download`` would give, shrunk, and two runtimes load the same folder: TickTock's adapter
+(``ticktock.adapters.minicpmo``, natively) and vLLM-Omni's MiniCPM-o 4.5 pipeline (Thinker, Talker and Code2Wav
+stages, with ``trust_remote_code``). It holds:
+
+- ``config.json`` with the real keys: the LLM's Qwen3 fields at the top level, ``"version": "4.5"`` (what routes
+  a ``model_type: minicpmo`` checkpoint to the 4.5 pipeline), ``query_num`` / ``image_size`` / ``audio_pool_step``
+  / ``audio_chunk_length``, the sub-configs ``vision_config``, ``audio_config``, ``tts_config``, ``slice_config``,
+  and an ``auto_map`` naming the code files beside it;
+- those code files, our own, from ``ticktock/miniatures/minicpmo_remote`` (config, tokenizer and processor
+  classes that transformers loads with ``trust_remote_code``), ``processor_config.json``, and ``auto_map``
+  entries in ``tokenizer_config.json``;
+- safetensors shards listed by ``model.safetensors.index.json`` with every key a real loader requires, at the
+  shapes the config gives (see the table);
+- tokenizer files (``vocab.json``, ``merges.txt``, ``tokenizer_config.json`` with ``bad_token_ids``) whose special
+  tokens sit at their published ids (``<unit>`` 151683, ``<|listen|>`` 151705, ``<|chunk_eos|>`` 151718, ...;
+  vocabulary 151748).
+
+=============================  ======================================================================
+``llm.*``                      Qwen3: hidden 128, 2 layers, 4 heads / 2 KV heads of 32; output layer tied
+                               to the embedding (the real one is untied: tying halves the file)
+``apm.*``                      Whisper encoder: width 64, 2 layers, 2 heads, FFN 256 (4 x width)
+``audio_projection_layer.*``   Linear(``encoder_ffn_dim // 4`` -> 128) - ReLU - Linear(128 -> 128)
+``vpm.*``                      SigLIP: width 64, 2 layers, 2 heads, patch 14, 980-pixel position grid
+``resampler.*``                64 queries of width 128 (one head per 128), keys / values from width 64
+``tts.*``                      Talker: Llama backbone (width 64, 2 layers, 2 heads of 32, its unused
+                               32000-row embedding), ``emb_text`` (152064 rows), ``projector_semantic``,
+                               ``emb_code.0`` and the weight-normed ``head_code.0`` (6562 codec ids)
+=============================  ======================================================================
+
+Head sizes are 32 where vLLM's CPU attention runs them (the LLM, the Talker). Only the widths are small and the
+weights random (about 72 MB, most of it the two vocabulary-sized tables). Code2Wav's vocoder assets
+(``assets/token2wav/*``, ``assets/HT_ref_audio.wav``) are not written: vLLM-Omni's Code2Wav stage reads them
+when it loads its weights, so a server of a miniature loads that stage with ``load_format: dummy`` (the assets
+are then read at the first spoken reply). Every config.json written here is marked (``"ticktock_miniature":
+{"random_weights": true, "parameters": N, "written_by": "ticktock.miniatures"}``, ``checkpoint.miniature_marker``;
+N counts what a replay loads: ``llm.*``, ``apm.*``, ``audio_projection_layer.*``), so a run on a miniature says
+so in run.json and the tables label it and leave the paper's columns empty for it.
 
 =================  ================================================================================
 ``minicpmo45``     the base checkpoint
@@ -27,10 +53,11 @@ Example::
     >>> import tempfile
     >>> from pathlib import Path
     >>> folder = write_miniature("minicpmo45", Path(tempfile.mkdtemp()) / "m")
-    >>> sorted(p.name for p in folder.iterdir())[:3]
-    ['config.json', 'merges.txt', 'model-00001-of-00002.safetensors']
-    >>> json.loads((folder / "config.json").read_text())["ticktock_miniature"]["random_weights"]
-    True
+    >>> sorted(p.name for p in folder.iterdir())[:4]
+    ['config.json', 'configuration_minicpmo.py', 'merges.txt', 'model-00001-of-00002.safetensors']
+    >>> config = json.loads((folder / "config.json").read_text())
+    >>> config["ticktock_miniature"]["random_weights"], config["version"], config["auto_map"]["AutoConfig"]
+    (True, '4.5', 'configuration_minicpmo.MiniCPMOConfig')
 """
 
 from __future__ import annotations
@@ -41,12 +68,31 @@ from pathlib import Path
 from ticktock.adapters.checkpoint import MINIATURE_KEY, miniature_marker
 from ticktock.adapters.minicpmo_tokens import BASE_VOCAB, EXTRA_TOKENS, MINICPMO_ADDED, tokenizer_files
 
-LLM_SHAPES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 40960, "rope_theta": 1000000.0,
-              "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "hidden_act": "silu", "attention_bias": False}
-AUDIO_SHAPES = {"d_model": 32, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
-                "decoder_layers": 1, "decoder_attention_heads": 2, "decoder_ffn_dim": 64, "num_mel_bins": 80,
+LLM_SHAPES = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 40960, "rope_theta": 1000000.0,
+              "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "hidden_act": "silu", "attention_bias": False}
+AUDIO_SHAPES = {"d_model": 64, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 256,
+                "decoder_layers": 1, "decoder_attention_heads": 2, "decoder_ffn_dim": 256, "num_mel_bins": 80,
                 "max_source_positions": 1500, "model_type": "whisper"}
+VISION_SHAPES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
+                 "num_channels": 3, "image_size": 980, "patch_size": 14, "hidden_act": "gelu_pytorch_tanh",
+                 "layer_norm_eps": 1e-6, "attention_dropout": 0.0, "model_type": "siglip_vision_model"}
+TTS_SHAPES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "num_key_value_heads": 2, "hidden_act": "silu", "rms_norm_eps": 1e-6, "max_position_embeddings": 4096,
+              "num_audio_tokens": 6562, "num_text_tokens": 152064, "num_vq": 1, "audio_bos_token_id": 151687,
+              "text_eos_token_id": 151692, "normalize_projected_hidden": True, "attention_type": "full_attention",
+              "backbone_model": "llama", "audio_tokenizer_type": "s3tokenizer", "model_type": "minicpmtts"}
+SLICE_CONFIG = {"patch_size": 14, "max_slice_nums": 1, "scale_resolution": 448, "model_type": "minicpmv"}
+# the published top-level multimodal keys (query_num: resampler queries per image slice)
+MULTIMODAL_KEYS = {"version": "4.5", "query_num": 64, "image_size": 448, "patch_size": 14, "drop_vision_last_layer": False,
+                   "batch_vision_input": True, "use_image_id": True, "vision_batch_size": 16, "audio_pool_step": 5,
+                   "audio_chunk_length": 1.0, "stream_input": True, "init_vision": True, "init_audio": True,
+                   "init_tts": True}
+TTS_BACKBONE_VOCAB = 32000  # the Talker's Llama backbone keeps LlamaConfig's default vocabulary (its rows unused)
+REMOTE_CODE = "minicpmo_remote"  # the package of the code files the checkpoint ships
+AUTO_MAP = {"AutoConfig": "configuration_minicpmo.MiniCPMOConfig",
+            "AutoProcessor": "processing_minicpmo.MiniCPMOProcessor",
+            "AutoTokenizer": ["tokenization_minicpmo.MiniCPMOTokenizer", None]}
 
 
 def write_miniature(model: str, out: Path, seed: int = 0) -> Path:
@@ -81,7 +127,8 @@ def write_lws(out: Path, seed: int = 0) -> Path:
 
 def write_checkpoint(out: Path, extra_tokens: list[str], seed: int, parts: tuple[str, ...] | None = None,
                      fine_tune: bool = False) -> None:
-    """One checkpoint folder: tokenizer files, config.json and the safetensors shards of ``parts`` (all when None).
+    """One checkpoint folder: tokenizer files, config.json, the code files ``auto_map`` names and the safetensors
+    shards of ``parts`` (all when None).
 
     ``fine_tune``: the vocabulary rows of ``extra_tokens`` are the mean of the others, as Gander initialises
     ``<|backchannel|>`` (the weights are random either way).
@@ -89,14 +136,48 @@ def write_checkpoint(out: Path, extra_tokens: list[str], seed: int, parts: tuple
     added = {BASE_VOCAB + i: token for i, token in enumerate(MINICPMO_ADDED + extra_tokens)}
     vocab_size = BASE_VOCAB + len(added)
     tokenizer_files(out, added)
-    config = {"architectures": ["MiniCPMO"], "model_type": "minicpmo", "vocab_size": vocab_size, **LLM_SHAPES,
-              "audio_config": AUDIO_SHAPES, "audio_pool_step": 5, "torch_dtype": "bfloat16"}
+    config = checkpoint_config(vocab_size)
     tensors = random_tensors(config, seed, len(extra_tokens) if fine_tune else 0)
     config[MINIATURE_KEY] = miniature_marker(loaded_parameters(tensors))
     (out / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    write_remote_code(out, config)
     if parts is not None:
         tensors = {key: value for key, value in tensors.items() if key.startswith(parts)}
     write_shards(out, tensors)
+
+
+def checkpoint_config(vocab_size: int) -> dict:
+    """config.json: the LLM's Qwen3 fields at the top level, the published multimodal keys and the four sub-configs.
+
+    >>> config = checkpoint_config(151748)
+    >>> config["version"], config["model_type"], config["audio_config"]["encoder_ffn_dim"] // 4
+    ('4.5', 'minicpmo', 64)
+    >>> config["tts_config"]["llm_dim"] == config["hidden_size"], config["tts_config"]["hidden_size"] // 2
+    (True, 32)
+    """
+    return {"architectures": ["MiniCPMO"], "model_type": "minicpmo", "auto_map": AUTO_MAP, "vocab_size": vocab_size,
+            **LLM_SHAPES, **MULTIMODAL_KEYS, "audio_config": AUDIO_SHAPES, "vision_config": VISION_SHAPES,
+            "tts_config": {"llm_dim": LLM_SHAPES["hidden_size"], **TTS_SHAPES}, "slice_config": SLICE_CONFIG,
+            "torch_dtype": "bfloat16"}
+
+
+def write_remote_code(out: Path, config: dict) -> None:
+    """The code files of ``REMOTE_CODE`` beside the weights, ``processor_config.json`` (the processor's settings),
+    and ``auto_map`` entries in ``tokenizer_config.json``, so ``trust_remote_code`` loaders find every class."""
+    from importlib.resources import files
+
+    for source in files(__package__).joinpath(REMOTE_CODE).iterdir():
+        if source.name.endswith(".py") and source.name != "__init__.py":
+            (out / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    processor = {"processor_class": "MiniCPMOProcessor", "auto_map": {"AutoProcessor": AUTO_MAP["AutoProcessor"]},
+                 "query_num": config["query_num"], "scale_resolution": config["slice_config"]["scale_resolution"],
+                 "patch_size": config["patch_size"], "pool_step": config["audio_pool_step"],
+                 "use_image_id": config["use_image_id"], "feature_dtype": config["torch_dtype"]}
+    (out / "processor_config.json").write_text(json.dumps(processor, indent=1), encoding="utf-8")
+    settings = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    settings.update(auto_map={"AutoTokenizer": AUTO_MAP["AutoTokenizer"], "AutoProcessor": AUTO_MAP["AutoProcessor"]},
+                    processor_class="MiniCPMOProcessor")
+    (out / "tokenizer_config.json").write_text(json.dumps(settings, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 def random_tensors(config: dict, seed: int, new_rows: int = 0) -> dict:
@@ -112,14 +193,58 @@ def random_tensors(config: dict, seed: int, new_rows: int = 0) -> dict:
     try:
         llm = Qwen3ForCausalLM(llm_config(config, "eager"))
         frontend = MiniCPMAudioFrontend(config["audio_config"], config["hidden_size"], config["audio_pool_step"])
-        skipped = {"vpm.embeddings.patch_embedding.weight": torch.randn(8, 3, 2, 2), "tts.emb_text.weight": torch.randn(4, 8)}
+        tensors = {**{f"llm.{k}": v for k, v in llm.state_dict().items()}, **frontend.state_dict(),
+                   **vision_tensors(config), **talker_tensors(config["tts_config"])}
     finally:
         torch.random.set_rng_state(saved)
-    tensors = {**{f"llm.{k}": v for k, v in llm.state_dict().items()},
-               **{k: v for k, v in frontend.state_dict().items()}, **skipped}
+    if config["tie_word_embeddings"]:
+        del tensors["llm.lm_head.weight"]  # the tied output layer is the embedding (the loaders tie it back)
     if new_rows:
         mean_init_rows(tensors, new_rows)
     return {key: value.detach().to(torch.bfloat16).contiguous() for key, value in tensors.items()}
+
+
+def vision_tensors(config: dict) -> dict:
+    """``vpm.*`` (a SigLIP vision tower without a pooling head) and ``resampler.*`` (``query_num`` queries of the
+    LLM's width cross-attending, one head per 128 dimensions, to the vision tower's outputs)."""
+    import torch
+    from transformers import SiglipVisionConfig, SiglipVisionModel
+
+    vision = {key: value for key, value in config["vision_config"].items() if key != "model_type"}
+    vpm = SiglipVisionModel(SiglipVisionConfig(**vision, vision_use_head=False))
+    width, queries, kv_width = config["hidden_size"], config["query_num"], vision["hidden_size"]
+    attention = torch.nn.MultiheadAttention(width, max(1, width // 128))
+    resampler = {"query": torch.randn(queries, width) * 0.02, "kv_proj.weight": torch.randn(width, kv_width) * 0.02,
+                 "proj": torch.randn(width, width) * width ** -0.5,
+                 **{f"attn.{k}": v for k, v in attention.state_dict().items()},
+                 **{f"{norm}.{k}": v for norm in ("ln_q", "ln_kv", "ln_post")
+                    for k, v in torch.nn.LayerNorm(width).state_dict().items()}}
+    return {**{f"vpm.{k}": v for k, v in vpm.state_dict().items()},
+            **{f"resampler.{k}": v for k, v in resampler.items()}}
+
+
+def talker_tensors(tts: dict) -> dict:
+    """``tts.*``: the Llama backbone (``tts.model.*``), ``emb_text``, ``projector_semantic`` (Linear-ReLU-Linear
+    from the LLM's width), ``emb_code.0`` and the weight-normed ``head_code.0`` (its g and v)."""
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    hidden, codes = tts["hidden_size"], tts["num_audio_tokens"]
+    backbone = LlamaModel(LlamaConfig(vocab_size=TTS_BACKBONE_VOCAB, hidden_size=hidden,
+                                      intermediate_size=tts["intermediate_size"],
+                                      num_hidden_layers=tts["num_hidden_layers"],
+                                      num_attention_heads=tts["num_attention_heads"],
+                                      num_key_value_heads=tts["num_key_value_heads"],
+                                      max_position_embeddings=tts["max_position_embeddings"]))
+    projector = {"linear1": torch.nn.Linear(tts["llm_dim"], hidden), "linear2": torch.nn.Linear(hidden, hidden)}
+    head = torch.randn(codes, hidden) * 0.02
+    return {**{f"tts.model.{k}": v for k, v in backbone.state_dict().items()},
+            "tts.emb_text.weight": torch.randn(tts["num_text_tokens"], hidden) * 0.02,
+            **{f"tts.projector_semantic.{name}.{k}": v for name, layer in projector.items()
+               for k, v in layer.state_dict().items()},
+            "tts.emb_code.0.weight": torch.randn(codes, hidden) * 0.02,
+            "tts.head_code.0.parametrizations.weight.original0": head.norm(dim=1, keepdim=True),
+            "tts.head_code.0.parametrizations.weight.original1": head}
 
 
 LOADED_PARTS = ("llm.", "apm.", "audio_projection_layer.")  # what the adapter loads (vpm.*, tts.* are skipped)
@@ -139,6 +264,8 @@ def mean_init_rows(tensors: dict, count: int) -> None:
     """The last ``count`` rows of the embedding and the output layer set to the mean of the others (Gander's
     ``_mean_init_new_rows`` for tokens added by a fine-tune)."""
     for key in ("llm.model.embed_tokens.weight", "llm.lm_head.weight"):
+        if key not in tensors:  # a tied output layer
+            continue
         rows = tensors[key].detach().clone()
         rows[-count:] = rows[:-count].mean(0, keepdim=True)
         tensors[key] = rows
