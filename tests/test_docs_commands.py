@@ -68,7 +68,7 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     # README: the two commands, everyday use
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,cluster,voices,serve-test]' -e examples/ticktock-example-plugins && .venv/bin/pip install --no-deps vllm-omni==0.30.0 && .venv/bin/python -m pytest -n 2 -q --durations=20":
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,cluster,voices,serve-test]' -e examples/ticktock-example-plugins && .venv/bin/pip install --no-deps vllm-omni==0.30.0 && .venv/bin/python scripts/peers/vllm_omni.py build && .venv/bin/python -m pytest -n 2 -q --durations=20":
         Rule(CI, why="this test suite: CI (.ci/run) runs exactly this line"),
     "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m ticktock.main_job --out results/main":
         Rule(LIMIT, "--per-task 1 --decoders ar,speclisten --temperatures '' limit.chunks=4", says="report:", once=True,
@@ -255,6 +255,16 @@ RULES: dict[str, Rule] = {
     "python -m ticktock.run model=endpoint protocol=openai_realtime model.url=ws://127.0.0.1:8099/v1/realtime "
     "limit.sessions=2": Rule(ELSEWHERE, where="tests/endpoints/test_endpoints_quickstart.py",
                              why="needs the quick start's server"),
+    "python scripts/peers/vllm_omni.py build":
+        Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="minutes the first time; the suite's own"),
+    "python scripts/make_miniature.py --model minicpmo45 --out work_data/mini-minicpmo45":
+        Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="the real server's checkpoint there"),
+    "python scripts/peers/vllm_omni.py serve --checkpoint work_data/mini-minicpmo45 --port 8091":
+        Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py",
+             why="vLLM-Omni's server runs until Ctrl-C, about 9 GB: started once, in that test"),
+    "python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:8091/v1/realtime task=fdb_v3 limit.sessions=2 "
+    "limit.chunks=8 concurrency.sessions=2 model.modalities=[text] model.extra_body={force_listen_count:10}":
+        Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="needs vLLM-Omni's server"),
     "pip install vllm-omni==0.30.0":
         Rule(STAND_IN, needs=("vllm-omni",),
              why="on the GPU machine (it installs vLLM): CI installs the same release --no-deps, this checks it is"),
