@@ -13,9 +13,11 @@ Printed, per server (wall clock, this CPU, loopback, miniature with random weigh
 
 1. ``--runs`` runs of ``--sessions`` sessions at once, the servers alternating (A B, then B A, ...): per-unit response
    time p50 and p95 (a decision's arrival minus the end of its unit's audio, on the client's clock), deadline misses
-   (a response past the next unit's 1000 ms), sessions that did not finish, and the client's measurement error where
-   the server reports its own measure of the unit (``ticktock serve``'s ``ticktock.post_audio_ms``; vLLM-Omni's
-   duplex events carry none).
+   (a response past the next unit's 1000 ms), sessions that did not finish, and the response time minus the
+   server's own measure of the unit where it reports one: ``ticktock serve``'s ``ticktock.post_audio_ms`` (from the
+   unit's last sample arriving to its decision: what is left is the serving path and the client), vLLM-Omni's
+   Thinker-stage ``vllm_ttft_ms`` (from the unit's step reaching the stage to its first token: what is left also
+   holds vLLM-Omni's orchestration between its API server and the stage).
 2. Capacity: the most sessions held at once by the criteria of docs/concurrency.md (every session finished, misses
    at or below 5% of units; the onset criterion needs spoken replies, which forced listening never gives), N = 1,
    2, ... up to ``--max-sessions``, one run each, stopping at the first N that fails.
@@ -173,7 +175,8 @@ def figures(records: list) -> dict:
             if isinstance(record, str):
                 continue
         units = measure_units(record, per_unit=True)[: record.decided]
-        server = [s.event.server_ms for s in record.events if isinstance(s.event, UnitDecision)]
+        server = [s.event.server_ms if s.event.server_ms is not None else getattr(s.event, "stage_ttft_ms", None)
+                  for s in record.events if isinstance(s.event, UnitDecision)]
         for unit, server_ms in zip(units, server + [None] * len(units)):
             if unit.response_ms is None:
                 continue

@@ -456,6 +456,7 @@ class Server:
         self.url = f"ws://{HOST}:{port}/v1/realtime"
         self.http_url = f"http://{HOST}:{port}"
         self.ready_s: float | None = None
+        self.code2wav_random = False  # Code2Wav built with random weights (start_server says)
         self.stopped_by: str | None = None
         self.started_at = time.time()
 
@@ -548,6 +549,17 @@ def default_log_path() -> Path:
     return logs / f"vllm-omni-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
 
 
+#: What Code2Wav (MiniCPM-o 4.5's third stage) loads from a checkpoint, besides ``hyperpyyaml`` in the venv.
+CODE2WAV_ASSETS = ("assets/HT_ref_audio.wav", "assets/token2wav/flow.yaml", "assets/token2wav/flow.pt",
+                   "assets/token2wav/hift.pt", "assets/token2wav/campplus.onnx",
+                   "assets/token2wav/speech_tokenizer_v2_25hz.onnx")
+
+
+def has_code2wav_assets(checkpoint: Path) -> bool:
+    """Whether the checkpoint holds every file Code2Wav loads (``CODE2WAV_ASSETS``)."""
+    return all((checkpoint / name).is_file() for name in CODE2WAV_ASSETS)
+
+
 def start_server(
     checkpoint: str | os.PathLike,
     port: int = 0,
@@ -557,6 +569,7 @@ def start_server(
     log: str | os.PathLike | None = None,
     dummy_weights: bool = False,
     dummy_code2wav: bool = False,
+    served_name: str | None = None,
     env: Path | None = None,
     extra_args: list[str] | None = None,
 ) -> Server:
@@ -571,6 +584,9 @@ def start_server(
     checkpoint = Path(checkpoint).resolve()
     if not (checkpoint / "config.json").is_file():
         raise PeerError(f"{PROG}: no config.json in the checkpoint {checkpoint}")
+    # A checkpoint without Code2Wav's assets (a miniature) cannot have them loaded: Code2Wav alone then gets random
+    # weights, and the Thinker and Talker still load the checkpoint's own
+    dummy_code2wav = dummy_code2wav or not has_code2wav_assets(checkpoint)
     if port == 0:
         port = pick_free_port()
     elif not port_free(port):
@@ -585,6 +601,9 @@ def start_server(
         "--host", HOST, "--port", str(port),
         "--trust-remote-code",
         "--stage-init-timeout", str(int(ready_timeout_s)),
+        # the model's name in session.created, which labels a live run (by default vLLM serves it under the
+        # checkpoint's path: a machine's path in every run's name)
+        "--served-model-name", served_name or checkpoint.name,
     ]
     if dummy_weights:
         cmd += ["--load-format", "dummy"]  # random weights of the model's own shapes
@@ -598,6 +617,7 @@ def start_server(
             start_new_session=True,  # its own session and group: stop() can reach every process
         )
     server = Server(proc, port, log_path, deploy, env)
+    server.code2wav_random = dummy_code2wav and not dummy_weights
     t0 = time.monotonic()
     try:
         while True:
@@ -648,8 +668,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if args.ready_file:
             Path(args.ready_file).write_text(server.url + "\n")
         print(f"ready {server.url}", flush=True)
+        code2wav = ("; Code2Wav has random weights (the checkpoint has no assets/token2wav): text output only"
+                    if server.code2wav_random else "")
         print(f"{PROG}: ready in {server.ready_s:.0f} s, {len(server.pids())} processes, "
-              f"RSS {server.rss_bytes() / 2**30:.1f} GiB; its log: {server.log}", file=sys.stderr, flush=True)
+              f"RSS {server.rss_bytes() / 2**30:.1f} GiB{code2wav}; its log: {server.log}", file=sys.stderr,
+              flush=True)
         while server.alive():
             time.sleep(0.5)
         raise PeerError(f"{PROG}: the server exited (code {server.proc.returncode}); its log: {server.log}")

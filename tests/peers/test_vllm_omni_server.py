@@ -142,7 +142,7 @@ def test_the_live_client_holds_sessions_against_vllm_omni_s_real_server(tmp_path
 
         # One session more than the server holds: it is asked again, then fails in the server's own words; exit 6.
         three = live(tmp_path / "three", url, "limit.sessions=3", "concurrency.sessions=3",
-                     "concurrency.stagger=none", "model.modalities=[text]", FORCED, "model.capacity_wait_s=3")
+                     "concurrency.stagger=0", "model.modalities=[text]", FORCED, "model.capacity_wait_s=3")
         assert three.returncode == 6, three.stderr[-3000:]
         no_traceback(three)
         [failed] = run_json(tmp_path / "three")["failed_sessions"]

@@ -9,7 +9,7 @@ stages, with ``trust_remote_code``). It holds:
   / ``audio_chunk_length``, the sub-configs ``vision_config``, ``audio_config``, ``tts_config``, ``slice_config``,
   and an ``auto_map`` naming the code files beside it;
 - those code files, our own, from ``ticktock/miniatures/minicpmo_remote`` (config, tokenizer and processor
-  classes that transformers loads with ``trust_remote_code``), ``processor_config.json``, and ``auto_map``
+  classes that transformers loads with ``trust_remote_code``), ``processor_config.json``, ``preprocessor_config.json`` (image processor and audio features), and ``auto_map``
   entries in ``tokenizer_config.json``;
 - safetensors shards listed by ``model.safetensors.index.json`` with every key a real loader requires, at the
   shapes the config gives (see the table);
@@ -161,6 +161,23 @@ def checkpoint_config(vocab_size: int) -> dict:
             "torch_dtype": "bfloat16"}
 
 
+def preprocessor(config: dict) -> dict:
+    """``preprocessor_config.json``: the image processor's and the audio feature extractor's settings, which vLLM's
+    MiniCPM-o processor reads from the folder (MiniCPM-V's image slicing, Whisper's 80-bin log-mel at 16 kHz).
+
+    >>> preprocessor({"slice_config": {"max_slice_nums": 1, "scale_resolution": 448}, "patch_size": 14,
+    ...               "use_image_id": True, "query_num": 64})["feature_extractor_type"]
+    'WhisperFeatureExtractor'
+    """
+    return {"image_processor_type": "MiniCPMVImageProcessor", "processor_class": "MiniCPMOProcessor",
+            "max_slice_nums": config["slice_config"]["max_slice_nums"],
+            "scale_resolution": config["slice_config"]["scale_resolution"], "patch_size": config["patch_size"],
+            "use_image_id": config["use_image_id"], "image_feature_size": config["query_num"], "slice_mode": True,
+            "norm_mean": [0.5, 0.5, 0.5], "norm_std": [0.5, 0.5, 0.5], "version": 4.5,
+            "feature_extractor_type": "WhisperFeatureExtractor", "feature_size": 80, "sampling_rate": 16000,
+            "hop_length": 160, "chunk_length": 30, "n_fft": 400, "padding_value": 0.0, "return_attention_mask": True}
+
+
 def write_remote_code(out: Path, config: dict) -> None:
     """The code files of ``REMOTE_CODE`` beside the weights, ``processor_config.json`` (the processor's settings),
     and ``auto_map`` entries in ``tokenizer_config.json``, so ``trust_remote_code`` loaders find every class."""
@@ -174,6 +191,7 @@ def write_remote_code(out: Path, config: dict) -> None:
                  "patch_size": config["patch_size"], "pool_step": config["audio_pool_step"],
                  "use_image_id": config["use_image_id"], "feature_dtype": config["torch_dtype"]}
     (out / "processor_config.json").write_text(json.dumps(processor, indent=1), encoding="utf-8")
+    (out / "preprocessor_config.json").write_text(json.dumps(preprocessor(config), indent=1), encoding="utf-8")
     settings = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
     settings.update(auto_map={"AutoTokenizer": AUTO_MAP["AutoTokenizer"], "AutoProcessor": AUTO_MAP["AutoProcessor"]},
                     processor_class="MiniCPMOProcessor")

@@ -7,8 +7,11 @@ Written for TickTock's miniatures; it stands alone.
 
 from transformers import Qwen2Tokenizer
 
-#: attribute -> token: the ids a MiniCPM-o runtime reads off the tokenizer
-NAMED_TOKENS = {"im_start_id": "<|im_start|>", "im_end_id": "<|im_end|>", "unit_id": "<unit>",
+#: attribute -> token: the ids a MiniCPM-o runtime reads off the tokenizer. As in the MiniCPM-V family, ``im_start_id``
+#: and ``im_end_id`` bound an *image* (``<image>`` ``</image>``), not a chat turn; ``eot_id`` ends a chat turn, and
+#: ``spk_start_id`` / ``spk_end_id`` bound a speaker embedding (vLLM's MiniCPM-o processor reads all of them).
+NAMED_TOKENS = {"im_start_id": "<image>", "im_end_id": "</image>", "eot_id": "<|im_end|>",
+                "spk_start_id": "<|spk_bos|>", "spk_end_id": "<|spk_eos|>", "unit_id": "<unit>",
                 "unit_end_id": "</unit>", "listen_id": "<|listen|>", "speak_id": "<|speak|>",
                 "tts_bos_id": "<|tts_bos|>", "tts_eos_id": "<|tts_eos|>", "tts_pad_id": "<|tts_pad|>",
                 "turn_eos_id": "<|turn_eos|>", "chunk_eos_id": "<|chunk_eos|>", "audio_start_id": "<|audio_start|>",
@@ -27,3 +30,5 @@ def named_id(token: str) -> property:
 
 for _name, _token in NAMED_TOKENS.items():
     setattr(MiniCPMOTokenizer, _name, named_id(_token))
+MiniCPMOTokenizer.bos_id = property(lambda self: self.bos_token_id)
+MiniCPMOTokenizer.eos_id = property(lambda self: self.eos_token_id)
