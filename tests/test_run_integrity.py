@@ -12,6 +12,7 @@ import sys
 import time
 
 import pyarrow.parquet as pq
+import pytest
 from helpers import write_sessions
 
 from ticktock.results.lock import read_holder
@@ -210,6 +211,50 @@ def test_a_cost_profile_edited_between_a_kill_and_a_resume_replays_the_sessions_
     costs = [sorted((c["session_id"], c["chunk_index"], c["post_audio_ms"]) for c in
                     pq.read_table(folder / "chunks.parquet").to_pylist()) for folder in (run_dir, fresh)]
     assert costs[0] == costs[1] and [ms for s, _, ms in costs[0] if s == "s0"] != before
+
+
+@pytest.mark.parametrize("part", ["chunks", "forwards", "sessions"])
+def test_a_part_file_cut_short_is_a_session_to_replay_said_in_one_line_never_a_crash(tmp_path, small_manifest, capsys,
+                                                                                     part):
+    """Today: 'resumed 1 of 3 sessions', then a pyarrow traceback in the merge, on every rerun (or at once, for a
+    sessions part)."""
+    from ticktock.results.writer import part_key
+
+    run_dir = tmp_path / "run"
+    replay_in_process(small_manifest, run_dir, "limit.sessions=3")
+    cut = run_dir / "parts" / f"{part_key('s1')}.{part}.parquet"
+    cut.write_bytes(cut.read_bytes()[:100])  # as a disk that lost the file's end leaves it
+    capsys.readouterr()
+    summary = replay_in_process(small_manifest, run_dir, "limit.sessions=3")
+    err = capsys.readouterr().err.splitlines()
+    [said] = [line for line in err if line.startswith("resume: ")]
+    assert said.startswith(f"resume: session s1: {cut} cannot be read (") and said.endswith(
+        f"); replaying it (its parts moved to {run_dir / 'parts' / 'unreadable'})"), said
+    assert "resumed 2 of 3 sessions" in err and summary.sessions == 3
+    assert sorted(pq.read_table(run_dir / "sessions.parquet").column("session_id").to_pylist()) == ["s0", "s1", "s2"]
+    assert len(pq.read_table(run_dir / "chunks.parquet")) == 6
+    replay_in_process(small_manifest, run_dir, "limit.sessions=3")  # and the next rerun keeps all three
+    assert "resumed 3 of 3 sessions" in capsys.readouterr().err.splitlines()
+
+
+def test_an_unreadable_part_of_no_session_of_this_run_is_set_aside_in_one_line(tmp_path, small_manifest, capsys):
+    """A part whose session this run does not hold (a smaller limit.sessions now) cannot be read: the run says so and
+    leaves it out of the tables, instead of dying in the merge."""
+    from ticktock.results.writer import part_key
+
+    run_dir = tmp_path / "run"
+    replay_in_process(small_manifest, run_dir, "limit.sessions=3")
+    cut = run_dir / "parts" / f"{part_key('s2')}.chunks.parquet"
+    cut_bytes = cut.read_bytes()[:100]
+    cut.write_bytes(cut_bytes)
+    capsys.readouterr()
+    replay_in_process(small_manifest, run_dir, "limit.sessions=2")
+    err = capsys.readouterr().err.splitlines()
+    [said] = [line for line in err if line.startswith("resume: ")]
+    assert said.startswith(f"resume: {cut} cannot be read (") and said.endswith(
+        f"); its session's parts moved to {run_dir / 'parts' / 'unreadable'}, out of the tables"), said
+    assert (run_dir / "parts" / "unreadable" / cut.name).read_bytes() == cut_bytes  # nothing written is deleted
+    assert sorted(pq.read_table(run_dir / "sessions.parquet").column("session_id").to_pylist()) == ["s0", "s1"]
 
 
 def test_shared_device_covers_every_invocation_of_a_resumed_run(tmp_path, small_manifest):

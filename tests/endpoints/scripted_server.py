@@ -60,9 +60,17 @@ MODEL = "scripted"
 #: every 5 ms from the start (and behave); ``stray_listens``: decide as vLLM-Omni does (no unit index), and in the
 #: middle of every unit's audio send the two ``response.listen`` of its runner that decide no unit (one with
 #: ``buffering: true`` and one with reason ``silence_or_noise``).
+#: Hostile words (``HOSTILE``: 3 MB of text wrapped in terminal escapes, a bell and newlines) where a server's own
+#: words go: ``hostile_refuse``: the refusal of the session; ``hostile_error_N``: an ``error`` after N units;
+#: ``hostile_closed_N``: ``session.closed`` with them as its reason after N units; ``hostile_close_N``: a close frame
+#: whose reason holds escapes after N units. Floods, after unit N's decision: ``flood_text_N``: 10 text deltas of
+#: 1 MB; ``flood_audio_N``: 3 audio deltas of 30 s each (16 kHz).
 BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "variants", "silent", "mute_after_N",
               "twice_N",
-              "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm", "stray_listens")
+              "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm", "stray_listens", "hostile_refuse",
+              "hostile_error_N", "hostile_closed_N", "hostile_close_N", "flood_text_N", "flood_audio_N")
+#: A hostile server's words: a terminal escape that clears the screen, 3 MB, a colour, a newline and a bell.
+HOSTILE = "\x1b[2J\x1b[H" + "A" * 3_000_000 + "\x1b[31m\nfake: line\x07"
 FLAVOURS = ("vllm_omni", "openai")
 
 
@@ -171,6 +179,10 @@ class Connection:
         if event.get("type") != "session.update":
             await self.send(wire.ErrorEvent("invalid_request", "the first event must be session.update"))
             return False
+        if self.behaviour == "hostile_refuse":
+            await self.send(wire.ErrorEvent("\x1b[31mno\x07", HOSTILE))
+            self.server.closed_by[self.number] = "server"
+            return False
         if self.behaviour == "refuse":
             await self.send(wire.ErrorEvent("resource_exhausted", "no capacity for another session"))
             self.server.closed_by[self.number] = "server"
@@ -240,6 +252,8 @@ class Connection:
                 await self.send('{"type": "response.listen", "response": ')
                 await asyncio.sleep(1.0)
             return False
+        if behaviour.startswith("hostile_") and unit == n:
+            return await self.hostile()
         if behaviour == "unknown":
             await self.send({"type": "server.novelty", "event_id": wire.new_event_id(), "note": {"x": [1, 2]}})
         if behaviour == "variants":
@@ -257,11 +271,31 @@ class Connection:
             await self.send(wire.ResponseListen(report))
         if behaviour == "twice" and unit == n:
             await self.send(wire.ResponseListen(wire.UnitReport(unit=unit, post_audio_ms=5.0)))
+        if behaviour == "flood_text" and unit == n:
+            for _ in range(10):
+                await self.send(wire.TextDelta("resp_flood", "item_1", "x" * 1_000_000))
+        if behaviour == "flood_audio" and unit == n:
+            for _ in range(3):
+                await self.send(wire.AudioDelta.of_samples("resp_flood", "item_1", np.zeros(30 * 16_000), 16_000))
         if behaviour == "bad_audio" and unit == n:
             await self.send({**wire.AudioDelta.of_samples("resp_1", "item_1", np.zeros(160), 16000).to_json(),
                              "delta": "not base64!"})
         self.decided += 1
         return True
+
+
+    async def hostile(self) -> bool:
+        """A hostile server's words where its own words go (``hostile_error``, ``hostile_closed``, ``hostile_close``);
+        False: the connection ends."""
+        if self.behaviour == "hostile_error":
+            await self.send(wire.ErrorEvent("\x1b[31mboom\x07", HOSTILE))
+        elif self.behaviour == "hostile_closed":
+            await self.send(wire.SessionClosed(f"sess_scripted_{self.number}", None).to_json() | {"reason": HOSTILE})
+        else:
+            await self.ws.close(code=4000, message="\x1b[2J\x1b[31mbye\nfake: line\x07".encode())
+            return False
+        await asyncio.sleep(1.0)
+        return False
 
 
 @contextlib.contextmanager

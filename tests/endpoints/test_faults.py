@@ -97,7 +97,9 @@ def test_an_unreachable_endpoint_is_exit_5_in_one_line_and_no_folder(tmp_path, m
 
 @pytest.mark.parametrize("option, key", [("model.url=http://127.0.0.1:9/v1/realtime", "model.url"),
                                          ("model.frame_ms=30", "model.frame_ms"),
-                                         ("model.token_env=TICKTOCK_TEST_UNSET_TOKEN", "model.token_env")])
+                                         ("model.token_env=TICKTOCK_TEST_UNSET_TOKEN", "model.token_env"),
+                                         ("model.max_unit_text_chars=0", "model.max_unit_text_chars"),
+                                         ("model.max_unit_audio_s=-1", "model.max_unit_audio_s")])
 def test_a_bad_endpoint_option_is_exit_2_before_any_connection(tmp_path, manifest, capsys, monkeypatch, option,
                                                                 key):
     monkeypatch.delenv("TICKTOCK_TEST_UNSET_TOKEN", raising=False)
@@ -227,7 +229,7 @@ def test_a_server_that_never_answers_fails_the_session_at_the_unit_deadline(tmp_
     with scripted({1: "silent"}) as server:  # it keeps pinging and sending events of no interest
         summary = live_run(tmp_path / "run", server.url, *overrides(manifest, "limit.sessions=1"))
     meta = run_json(tmp_path / "run")
-    assert summary.failed == 1 and meta["status"] == "complete"
+    assert summary.failed == 1 and meta["status"].startswith("failed: no session finished (0 partial, 1 failed")
     reason = meta["failed_sessions"][0]["error"]
     assert reason == ("session s0: unit 0's decision did not come within model.unit_timeout_s=2 s of the end of its "
                       "audio (0 of 2 units decided)"), reason
@@ -244,3 +246,84 @@ def test_the_tables_show_a_partial_session_apart_and_never_as_complete(tmp_path,
     assert note.startswith(f"run {tmp_path / 'run'}: 1 session partial (1 of 2 units decided), in no table: its "
                            f"decided units are in {tmp_path / 'run' / 'partial'}")
     assert set(results.runs[0].chunks["session_id"]) == {"s1"}  # only the complete session is in the tables
+
+
+# ---------------------------------------------------------------------------------- a hostile server
+
+
+def test_a_hostile_refusal_is_one_short_line_with_its_control_characters_escaped(tmp_path, manifest, capsys):
+    with scripted({0: "hostile_refuse"}) as server:  # the probe is refused with 3 MB of words wrapped in escapes
+        code, line = refused(capsys, lambda: live_run(tmp_path / "run", server.url, *overrides(manifest)))
+    assert code == 5 and "the server refused the session: \\x1b[31mno\\x07: \\x1b[2J\\x1b[HAAA" in line
+    assert len(line) < 500 and line.isprintable() and line.endswith("...")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("behaviour, words", [
+    ("hostile_error_1", ("server error \\x1b[31mboom\\x07: \\x1b[2J\\x1b[HAAA",)),
+    ("hostile_closed_1", ("the server ended the session (session.closed: \\x1b[2J\\x1b[HAAA", "after 1 of 2 units")),
+    ("hostile_close_1", ("close code 4000: \\x1b[2J\\x1b[31mbye\\nfake: line\\x07", "after 1 of 2 units")),
+])
+def test_a_hostile_server_s_words_are_clipped_and_escaped_where_the_client_prints_or_keeps_them(
+        tmp_path, manifest, capsys, behaviour, words):
+    with scripted({1: behaviour}) as server:
+        live_run(tmp_path / "run", server.url, *overrides(manifest))
+    reason = one_partial(tmp_path / "run", "s0", 1, *words)
+    assert len(reason) < 500 and reason.isprintable()
+    err = capsys.readouterr().err
+    assert reason in err and "\x1b" not in err and "\x07" not in err and len(err) < 20_000
+    assert not any(line.startswith("fake") for line in err.splitlines())
+    assert (tmp_path / "run" / "run.json").stat().st_size < 100_000
+
+
+@pytest.mark.parametrize("behaviour, words", [
+    ("flood_text_0", ("unit 0's output passed model.max_unit_text_chars=65536 characters of text",)),
+    ("flood_audio_0", ("unit 0's output passed model.max_unit_audio_s=60 s of audio",)),
+])
+def test_a_server_that_floods_a_unit_fails_its_session_at_the_bound_and_keeps_what_it_decided(
+        tmp_path, manifest, behaviour, words):
+    with scripted({1: behaviour}) as server:  # after unit 0's decision: 10 MB of text, or 90 s of audio
+        live_run(tmp_path / "run", server.url, *overrides(manifest))
+    one_partial(tmp_path / "run", "s0", 1, *words)
+    kept = pq.read_table(tmp_path / "run" / "partial" / "chunks.parquet").to_pydict()
+    assert all(len(text or "") <= 65_536 for text in kept["output_text"])
+    assert (tmp_path / "run" / "partial" / "chunks.parquet").stat().st_size < 1_000_000
+
+
+def test_a_live_run_whose_every_session_is_partial_is_not_complete_and_its_lock_names_its_live_labels(tmp_path,
+                                                                                                    manifest):
+    """Today: exit 6, yet run.json says status complete; and the lock (what a second writer is told) says clock
+    modeled and decoder ar, the config's defaults, not what the run is."""
+    import threading
+    import time
+
+    from ticktock.errors import SessionsUnfinished
+    from ticktock.results.lock import read_holder
+
+    run_dir, held, done = tmp_path / "run", [], threading.Event()
+
+    def watch() -> None:  # what the lock says while the run holds it
+        deadline = time.monotonic() + 60
+        while not done.is_set() and time.monotonic() < deadline:
+            holder = read_holder(run_dir)
+            if holder:
+                held.append(holder)
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    with scripted({1: "close_after_1", 2: "close_after_1"}) as server:
+        watcher.start()
+        try:
+            summary = live_run(run_dir, server.url, *overrides(manifest))
+        finally:
+            done.set()
+            watcher.join(10)
+    assert (summary.sessions, summary.partial, summary.failed) == (0, 2, 0)
+    with pytest.raises(SessionsUnfinished):
+        summary.check_finished()  # exit 6
+    status = run_json(run_dir)["status"]
+    assert status.startswith("failed: no session finished (2 partial, 0 failed"), status
+    host = server.url.split("//")[1].split("/")[0]
+    assert held and {key: held[0].get(key) for key in ("model", "decoder", "clock")} == {
+        "model": f"scripted@{host}", "decoder": "served", "clock": "live:vllm_omni_duplex"}

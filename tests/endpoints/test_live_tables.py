@@ -143,3 +143,27 @@ def test_capacity_of_live_concurrency_runs(tmp_path):
     table = capacity_table(results, data=capacity_data(results))
     assert list(table.frame["capacity"]) == [1] and list(table.frame["model"]) == [LIVE_MODEL]
     assert LIVE_NOTE in table.provenance and any("measured live against endpoint" in n for n in table.notes)
+
+
+def test_one_live_run_of_a_server_that_reports_no_decoder_gets_its_tables_and_a_line_for_the_speedups(tmp_path,
+                                                                                                     capsys):
+    """vLLM-Omni reports no TickTock decoder: its live run is labelled ``served``, and no ``ar`` run is beside it.
+    Today: exit 2 asking for an ``ar`` run, and no table at all."""
+    rows = [chunk("s1", 0, **UNSEEN, kind="listen"), chunk("s1", 1, **UNSEEN, kind="speak", is_onset=True,
+                                                           response_ms=420.0, output_text="Hi")]
+    write_run(tmp_path / "served", "served", rows, model=LIVE_MODEL, clock=LIVE_CLOCK)
+    code = tables_main([str(tmp_path / "served"), "--out", str(tmp_path / "out"), "--format", "md,html"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "table5_latency.md").is_file()
+    results = load_results([tmp_path / "served"])
+    latency = latency_table(results).frame.iloc[0]
+    assert latency["decoder"] == "served" and latency["onset ms"] == 420.0  # a table that needs no baseline
+    built = {table.key: table for table in build_tables(results).tables}
+    speedup = built["table2_speak_speedup"]
+    [needs] = [note for note in speedup.notes if note.startswith("no 'ar' run among the results")]
+    assert needs == ("no 'ar' run among the results (decoders here: served): speedups and the comparisons with ar "
+                     "need one; run the same sessions with decoder=ar (live: a server started with decoder=ar), or "
+                     "name another decoder with --baseline")
+    assert needs in built["tool_speedup"].notes and needs not in built["table5_latency"].notes
+    assert needs in captured.out and "\n" not in needs

@@ -197,6 +197,20 @@ def test_a_port_in_use_is_one_line_exit_2_before_the_model_is_built():
                                    "serve.port=...)")  # one line, and nothing of the model's loading
 
 
+def test_every_interface_without_a_token_is_warned_before_anything_else():
+    # serve.host=0.0.0.0 with a port held on loopback: the warning, then the port's one line, and nothing is served
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "ticktock.serve", "serve.host=0.0.0.0", f"serve.port={port}"],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    warning, error = done.stderr.strip().splitlines()
+    assert warning.startswith("ticktock serve: warning: serve.host=0.0.0.0 without serve.token_env: the model is open")
+    assert "every interface" in warning and error.startswith("ticktock: error: serve.port: 0.0.0.0:")
+
+
 @pytest.mark.parametrize("args, says", [
     (["serve.max_sessions=0"], "serve.max_sessions: must be a whole number from 1 to 256, got 0"),
     (["serve.token_env=TICKTOCK_NOT_SET_ANYWHERE"], "serve.token_env: the environment variable"),
@@ -205,6 +219,9 @@ def test_a_port_in_use_is_one_line_exit_2_before_the_model_is_built():
     (["serve.config_timeout_s=soon"], "serve.config_timeout_s: must be a number of seconds"),
     (["serve.ping_interval_s=-1"], "serve.ping_interval_s: must be a number of seconds"),
     (["serve.max_queue_bytes=10"], "serve.max_queue_bytes: must be a whole number from 65536"),
+    (["serve.allowed_origins=[evil.example]"], "serve.allowed_origins: 'evil.example' is not an origin"),
+    (["serve.allowed_origins=[https://app.example/page]"], "serve.allowed_origins: 'https://app.example/page' is not"),
+    (["serve.allowed_origins=https://app.example"], "serve.allowed_origins: must be a list of origins"),
     (["decoder=nope"], "decoder=nope"),
 ])
 def test_a_bad_option_is_one_line_exit_2_before_the_model_is_built(args, says):

@@ -12,12 +12,16 @@ on one in-process ``ticktock serve`` (embedded model, AR) with short timeouts:
 - a client that never reads while it floods the server with bad events carrying long ids is closed (1008, with a
   reason) once ``serve.max_queue_bytes`` of events wait for it, its errors echo only a short prefix of its ids, and
   another client completes its session meanwhile;
-- ``/health`` says only ``{"status": "ok"}``."""
+- ``/health`` says only ``{"status": "ok"}``;
+- a browser page of another site cannot open a session (cross-site WebSocket hijacking): a handshake whose ``Origin``
+  is neither the server's own page, nor one of ``serve.allowed_origins``, is refused with 403 before the upgrade;
+  clients that send no ``Origin`` (the SDKs, programs) are served."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import http.client
 import json
 import socket
 import threading
@@ -37,12 +41,14 @@ DECISIONS = {"response.listen", "response.speak"}
 CONFIG_TIMEOUT_S = 1
 IDLE_TIMEOUT_S = 3
 QUEUE_BYTES = 64 * 1024
+ALLOWED = "https://app.example:8443"  # serve.allowed_origins of the module's server
 
 
 @pytest.fixture(scope="module")
 def served():
     with serving("decoder=ar", f"serve.config_timeout_s={CONFIG_TIMEOUT_S}", f"serve.idle_timeout_s={IDLE_TIMEOUT_S}",
-                 f"serve.max_queue_bytes={QUEUE_BYTES}", "serve.max_sessions=3") as (server, url):
+                 f"serve.max_queue_bytes={QUEUE_BYTES}", "serve.max_sessions=3",
+                 f"serve.allowed_origins=[{ALLOWED}]") as (server, url):
         yield server, int(url.rsplit(":", 1)[1])
 
 
@@ -218,6 +224,47 @@ def test_a_mid_stream_input_format_change_is_refused_and_changes_nothing(port):
 def test_health_says_only_that_the_server_is_up(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as answer:
         assert json.loads(answer.read()) == {"status": "ok"}
+
+
+# ------------------------------------------------------------------------------------ a page of another site
+
+
+def upgrade(port: int, origin: str) -> tuple[int, str]:
+    """A WebSocket handshake carrying ``Origin: origin``, as a browser's page sends it: the status and the body (of a
+    refusal; a handshake that is answered 101 is closed at once)."""
+    headers = {"Origin": origin, "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+               "Sec-WebSocket-Key": base64.b64encode(b"0123456789abcdef").decode()}
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/v1/realtime?duplex=1", headers=headers)
+        answer = connection.getresponse()
+        return answer.status, answer.read().decode() if answer.status != 101 else ""
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://evil.example:8099", "null",
+                                    "https://app.example:8444", "http://127.0.0.1.evil.example"])
+def test_a_page_of_another_site_is_refused_403_before_the_upgrade(served, origin):
+    server, port = served
+    status, body = upgrade(port, origin)
+    assert status == 403, (status, body)
+    assert body.startswith("Origin ") and "serve.allowed_origins" in body and "\n" not in body.strip()
+    assert not server.connections  # no session was opened, no slot taken
+
+
+@pytest.mark.parametrize("origin", ["own", ALLOWED, ALLOWED.upper() + "/"])
+def test_the_server_s_own_page_and_the_allowed_origins_open_a_session(port, origin):
+    origin = f"http://127.0.0.1:{port}" if origin == "own" else origin
+
+    async def body(client: Client):
+        await client.send({"type": "session.update", "session": {}}, append())
+        await client.until(units(1))
+        await client.send({"type": "session.close"})
+        return await client.until(has("session.closed"))
+
+    events = run(port, body, origin=origin)
+    assert [e["type"] for e in events if e["type"] in DECISIONS] and events[-1]["reason"] == "client_close"
 
 
 # ----------------------------------------------------------------------------------- a client that does not read

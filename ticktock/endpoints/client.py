@@ -16,7 +16,10 @@ The session ends when the server says so (``session.closed``), or, for a protoco
 the server has been quiet for ``quiet_s`` after the last frame with no reply open. Every wait is bounded: no event
 for ``event_timeout_s``, or the remaining units still undecided ``end_timeout_s`` after the last frame, ends the
 session as failed. Each fault is one line in ``LiveRecord.failure`` naming the session, the event and what is wrong
-(the run marks the session failed and goes on; ``ticktock.endpoints.run``). What the server does that the
+(the run marks the session failed and goes on; ``ticktock.endpoints.run``); the server's own words in it (an error's
+code and message, a close's reason) are ``server_words``: control characters escaped, cut to ``WORDS_CHARS``. What
+one unit's output may hold is bounded (``LiveSession.take_output``): past ``model.max_unit_text_chars`` of text or
+``model.max_unit_audio_s`` of audio the session fails, what it decided kept. What the server does that the
 measurement cannot use is a fault: a unit decided twice or out of order, a speak decision (or a listen naming its
 unit) for a unit whose audio was not sent, an ``error`` event, malformed JSON, audio that is not base64. A
 ``response.listen`` that decides no unit, as vLLM-Omni's runner sends them (``buffering``, or one that comes before
@@ -46,16 +49,49 @@ import numpy as np
 from ticktock.endpoints.endpoint import Endpoint, EndpointError, redacted
 from ticktock.endpoints.protocol import EndpointProtocol
 from ticktock.sessions.audio import SAMPLE_RATE
-from ticktock.wire import (AudioDelta, ErrorEvent, FunctionCallArgumentsDone, Other, ProtocolError, ResponseCreated,
-                           ResponseDone, ResponseListen, ResponseSpeak, ServerEvent, SessionClosed, SessionCreated,
-                           SessionExpired, TextDelta, TranscriptDelta, UnitDecision, parse_server_event,
-                           read_json_object)
+from ticktock.wire import (AudioDelta, ErrorEvent, FunctionCallArgumentsDelta, FunctionCallArgumentsDone, Other,
+                           ProtocolError, ResponseCreated, ResponseDone, ResponseListen, ResponseSpeak, ServerEvent,
+                           SessionClosed, SessionCreated, SessionExpired, TextDelta, TranscriptDelta, UnitDecision,
+                           parse_server_event, read_json_object)
 
 UNIT_MS = 1000
 #: The server events that end a session: ``session.closed``, and vLLM-Omni's ``session.expired`` (idle past its
 #: timeout).
 SESSION_ENDS = (SessionClosed, SessionExpired)
 POLL_S = 0.25  # the receiver looks at its deadlines at least this often
+#: The most characters of a server's own words (an error's message, a close's reason) the client prints or keeps.
+WORDS_CHARS = 200
+
+
+def server_words(value: object) -> str:
+    """A server's own words as the client prints or keeps them (a failure's line, run.json), as the server treats a
+    client's values: control characters escaped (no terminal escape, newline or bell reaches a terminal or a file
+    raw), then cut to ``WORDS_CHARS`` characters, ``...`` after a cut.
+
+    >>> server_words("\\x1b[31mno\\ngo\\x07"), len(server_words("A" * 3_000_000))
+    ('\\\\x1b[31mno\\\\ngo\\\\x07', 203)
+    """
+    text = str(value)[: WORDS_CHARS + 1]
+    escaped = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    return escaped if len(escaped) <= WORDS_CHARS else escaped[:WORDS_CHARS] + "..."
+
+
+def output_size(event: ServerEvent) -> tuple[int, float]:
+    """What an event adds to its unit's output: characters of text (text, transcript, a function call's name and
+    arguments) and seconds of audio.
+
+    >>> output_size(TextDelta("r", "i", "Hi")), output_size(ResponseDone("r"))
+    ((2, 0.0), (0, 0.0))
+    """
+    if isinstance(event, TextDelta):
+        return len(event.text), 0.0
+    if isinstance(event, FunctionCallArgumentsDelta):
+        return len(event.delta), 0.0
+    if isinstance(event, FunctionCallArgumentsDone):
+        return len(event.name or "") + len(event.arguments or ""), 0.0
+    if isinstance(event, AudioDelta):
+        return 0, event.audio_s
+    return 0, 0.0
 
 
 @dataclass(frozen=True)
@@ -150,12 +186,13 @@ def read_server_event(frame: str | bytes) -> ServerEvent:
     ticktock.wire.codec.ProtocolError: response.speak: 'ticktock.unit' must be an integer, not string
     """
     try:
-        return parse_server_event(frame)
+        event = parse_server_event(frame)
     except ProtocolError:
         event_type = read_json_object(frame).get("type")  # (a frame that is not a JSON object raised before)
         if not isinstance(event_type, str) or event_type in MEASURED:
             raise
-        return Other(event_type)
+        event = Other(event_type)
+    return Other(server_words(event.type)) if isinstance(event, Other) and len(event.type) > WORDS_CHARS else event
 
 
 class SessionFault(Exception):
@@ -220,6 +257,8 @@ class LiveSession:
         self.last_output_at = 0.0
         self.reply_began = 0.0
         self.ws = None
+        self.units_sent = 0  # units whose audio was all sent
+        self.output_unit, self.output_chars, self.output_audio_s = -1, 0, 0.0  # take_output's count
 
     def now_ms(self) -> float:
         return 1000.0 * (time.monotonic() - self.began)
@@ -242,6 +281,7 @@ class LiveSession:
             await self.send(self.protocol.frame(samples[k * per_frame: (k + 1) * per_frame]))
             completes = (k + 1) // per_unit - 1 if (k + 1) % per_unit == 0 else None
             self.record.frames.append(SentFrame(k, due_ms, sent_ms, completes, k // per_unit))
+            self.units_sent += completes is not None
             if k in turn_ends:
                 self.record.turn_ends_ms.append(self.now_ms())
                 await self.send(self.protocol.turn_ended())
@@ -281,6 +321,7 @@ class LiveSession:
                 raise SessionFault(f"server event {len(self.record.events) + 1}: {err}") from None
             if self.not_a_decision(event):
                 continue
+            self.take_output(event)
             self.record.events.append(Stamped(at_ms, event))
             await self.handle(event, at_ms)
         await self.close()
@@ -307,6 +348,28 @@ class LiveSession:
             return False
         self.record.not_decisions[what] = self.record.not_decisions.get(what, 0) + 1
         return True
+
+    def take_output(self, event: ServerEvent) -> None:
+        """Count ``event``'s output (``output_size``) against its unit's bounds, ``model.max_unit_text_chars`` and
+        ``model.max_unit_audio_s``; past either, a ``SessionFault`` before it is kept: a server cannot grow the
+        client's memory or a row without end, and the session ends with what it decided kept. The output belongs to
+        the unit being answered: per-unit protocols, the last decided; turn-based, the last whose audio was sent."""
+        chars, audio_s = output_size(event)
+        if not chars and not audio_s:
+            return
+        unit = max(0, (self.next_unit if self.protocol.per_unit else self.units_sent) - 1)
+        if unit != self.output_unit:
+            self.output_unit, self.output_chars, self.output_audio_s = unit, 0, 0.0
+        self.output_chars += chars
+        self.output_audio_s += audio_s
+        endpoint, passed = self.endpoint, None
+        if self.output_chars > endpoint.max_unit_text_chars:
+            passed = f"model.max_unit_text_chars={endpoint.max_unit_text_chars} characters of text"
+        elif self.output_audio_s > endpoint.max_unit_audio_s:
+            passed = f"model.max_unit_audio_s={endpoint.max_unit_audio_s:g} s of audio"
+        if passed:
+            raise SessionFault(f"unit {unit}'s output passed {passed} ({event.type}; {self.next_unit} of "
+                               f"{self.record.units} units decided)")
 
     async def next_message(self):
         """The next frame from the server, or None when none came before the next check: a deadline that has
@@ -399,9 +462,10 @@ class LiveSession:
             if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
             try:
-                event = parse_server_event(message.data)
-            except ProtocolError:
-                continue  # the session is measured: a bad frame while closing changes nothing
+                event = read_server_event(message.data)
+                self.take_output(event)
+            except (ProtocolError, SessionFault):
+                continue  # the session is measured: a bad frame, or output past its bounds, while closing is dropped
             self.record.events.append(Stamped(self.now_ms(), event))
             if isinstance(event, SESSION_ENDS):
                 self.record.ended_by = event.type
@@ -418,14 +482,15 @@ class LiveSession:
 
     def closed_early(self, message) -> str:
         code = getattr(self.ws, "close_code", None)
-        why = f" (close code {code}{': ' + str(message.extra) if message.extra else ''})" if code else ""
+        why = f" (close code {code}{': ' + server_words(message.extra) if message.extra else ''})" if code else ""
         return (f"the server closed the connection{why} after {self.next_unit} of {self.record.units} units were "
                 "decided")
 
     async def handle(self, event: ServerEvent, at_ms: float) -> None:
         """React to one event."""
         if isinstance(event, ErrorEvent):
-            raise SessionFault(f"server error {event.code or ''}: {event.message}".replace("  ", " "))
+            raise SessionFault(f"server error {server_words(event.code or '')}: {server_words(event.message)}"
+                               .replace("  ", " "))
         if isinstance(event, SessionCreated) and self.record.info is None:
             self.record.info = event
         elif isinstance(event, UnitDecision):
@@ -445,7 +510,8 @@ class LiveSession:
             await self.answer(event, at_ms)
         elif isinstance(event, SESSION_ENDS):
             if not self.measured():
-                raise SessionFault(f"the server ended the session ({event.type}: {event.reason or 'no reason given'}) "
+                raise SessionFault(f"the server ended the session ({event.type}: "
+                                   f"{server_words(event.reason or 'no reason given')}) "
                                    f"after {self.next_unit} of {self.record.units} units were decided")
             self.record.ended_by = event.type
 
@@ -559,7 +625,7 @@ async def connect(http, endpoint: Endpoint, protocol: EndpointProtocol):
                             "a live run connects only to the URL given (give that URL as model.url)") from None
     except aiohttp.WSServerHandshakeError as err:
         raise EndpointError(f"endpoint {redacted(url)}: the server refused the WebSocket (HTTP {err.status}: "
-                            f"{err.message})") from None
+                            f"{server_words(err.message)})") from None
     except (aiohttp.ClientError, OSError) as err:
         raise EndpointError(f"endpoint {redacted(url)}: cannot connect ({type(err).__name__}: "
                             f"{' '.join(str(err).split())[:200]})") from None
@@ -623,7 +689,7 @@ async def opening(live: LiveSession, session) -> None:
         if message.type != WSMsgType.TEXT:
             if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING, WSMsgType.ERROR):
                 raise EndpointError(f"endpoint {url}: the server closed the connection before the session opened"
-                                    f"{' (' + str(message.extra) + ')' if message.extra else ''}")
+                                    f"{' (' + server_words(message.extra) + ')' if message.extra else ''}")
             continue
         try:
             event = read_server_event(message.data)
@@ -631,7 +697,8 @@ async def opening(live: LiveSession, session) -> None:
             raise EndpointError(f"endpoint {url}: its first events cannot be read: {err}") from None
         if isinstance(event, ErrorEvent):
             refusal = CapacityRefused if event.code in CAPACITY_CODES else EndpointError
-            raise refusal(f"endpoint {url}: the server refused the session: {event.code}: {event.message}")
+            raise refusal(f"endpoint {url}: the server refused the session: {server_words(event.code)}: "
+                          f"{server_words(event.message)}")
         if isinstance(event, SessionCreated):
             live.record.info = event
 

@@ -134,6 +134,10 @@ class Endpoint:
     ``{"force_listen_count": 8}`` for a model with random weights, which decides nothing otherwise).
     ``capacity_wait_s``: a server that refuses a session for capacity (vLLM-Omni's ``resource_exhausted``) is asked
     again until this long has passed, then the session fails with the server's own words.
+
+    What one unit's output may hold (a server's flood cannot grow the client's memory or a row without end):
+    ``max_unit_text_chars`` characters of text (text, transcript and function-call arguments) and
+    ``max_unit_audio_s`` seconds of audio; past either the session fails, what it decided kept.
     """
 
     url: str
@@ -152,6 +156,8 @@ class Endpoint:
     ref_audio: str | None = None
     extra_body: Mapping[str, object] | None = None
     capacity_wait_s: float = 30.0
+    max_unit_text_chars: int = 65_536
+    max_unit_audio_s: float = 60.0
     name: str = "endpoint"
 
     def __post_init__(self) -> None:
@@ -202,7 +208,26 @@ class Endpoint:
                 raise EndpointOptionError(f"model.url: holds credentials ({redacted(self.url)!r}) and model.token_env "
                                           f"names a bearer token too: the server gets one or the other; remove the "
                                           f"user:password@ part of the URL, or model.token_env")
+        self.check_bounds()
         self.check_output()
+
+    def check_bounds(self) -> None:
+        """``max_unit_text_chars`` (a whole number from 1 to 10^8) and ``max_unit_audio_s`` (0.1 to 3600 s):
+
+        >>> Endpoint(url="ws://h:1/v1/realtime", max_unit_text_chars=0).check_bounds()
+        Traceback (most recent call last):
+        ...
+        ticktock.endpoints.endpoint.EndpointOptionError: model.max_unit_text_chars: must be a whole number of characters from 1 to 100000000, got 0
+        """
+        chars = self.max_unit_text_chars
+        if isinstance(chars, bool) or not isinstance(chars, int) or not 1 <= chars <= 10**8:
+            raise EndpointOptionError(f"model.max_unit_text_chars: must be a whole number of characters from 1 to "
+                                      f"{10**8}, got {chars!r}")
+        audio_s = self.max_unit_audio_s
+        if isinstance(audio_s, bool) or not isinstance(audio_s, (int, float)) or not (
+                math.isfinite(audio_s) and 0.1 <= audio_s <= 3600):
+            raise EndpointOptionError(f"model.max_unit_audio_s: must be a number of seconds from 0.1 to 3600, got "
+                                      f"{audio_s!r}")
 
     def check_output(self) -> None:
         """``modalities``, ``ref_audio`` (read now, when audio is asked for) and ``extra_body``, each bad one in one
@@ -292,7 +317,9 @@ class Endpoint:
     def describe(self) -> dict:
         """What run.json records about the endpoint: the redacted URL, the token variable's name, the options."""
         return {"url": self.shown_url, "host": self.host, "token_env": self.token_env, "frame_ms": self.frame_ms,
-                **{key: getattr(self, key) for key, _, _ in TIMING_BOUNDS}, **self.describe_output()}
+                **{key: getattr(self, key) for key, _, _ in TIMING_BOUNDS},
+                "max_unit_text_chars": self.max_unit_text_chars, "max_unit_audio_s": self.max_unit_audio_s,
+                **self.describe_output()}
 
     def describe_output(self) -> dict:
         """run.json's record of what sessions ask for: the modalities, the reference voice (its file's name and

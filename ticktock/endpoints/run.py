@@ -229,9 +229,9 @@ class LiveUnits(UnitSource):
     def prepare(self, cfg: DictConfig, task, sessions: list) -> None:
         self.task = task
         self.reported = asyncio.run(probe(self.endpoint, self.protocol))  # unreachable or refused: exit 5
+        self.names = self.reported.labels(self.endpoint, self.protocol)  # what the run (and its lock) is labelled
 
     def identity(self, cfg: DictConfig) -> dict:
-        self.names = self.reported.labels(self.endpoint, self.protocol)
         return live_identity(cfg, self.endpoint, self.protocol, self.names)
 
     def labels(self, cfg: DictConfig) -> dict:

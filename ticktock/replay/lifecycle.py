@@ -154,6 +154,21 @@ class RunSummary:
                                      "command again replays them")
 
 
+def finished_status(status: str, completed: int, outcome: SessionOutcome) -> str:
+    """run.json's status once the sessions were held: ``status`` as the run ended, except a run that ended in order
+    with no session finished (every one partial or failed: it exits 6) is ``failed: no session finished (...)``, never
+    ``complete``. A run with some sessions finished stays ``complete`` (run.json lists the others; it exits 6 too).
+
+    >>> outcome = SessionOutcome(partial=[{"session_id": "s0"}, {"session_id": "s1"}])
+    >>> finished_status("complete", 0, outcome)[:49], finished_status("complete", 1, outcome)
+    ('failed: no session finished (2 partial, 0 failed;', 'complete')
+    """
+    if status != "complete" or completed or not (outcome.partial or outcome.failed):
+        return status
+    return (f"failed: no session finished ({len(outcome.partial)} partial, {len(outcome.failed)} failed; "
+            "partial_sessions and failed_sessions say why); the same command again replays them")
+
+
 def run_lifecycle(cfg: DictConfig, run_dir: Path, source: UnitSource) -> RunSummary:
     """Run ``cfg`` into ``run_dir`` with units from ``source`` (see the module docstring)."""
     from ticktock.replay.concurrency import ConcurrencySettings, check_sessions_replayed
@@ -169,7 +184,7 @@ def run_lifecycle(cfg: DictConfig, run_dir: Path, source: UnitSource) -> RunSumm
     check_sessions_replayed(ConcurrencySettings.parse(cfg.get("concurrency")),  # N <= sessions (which shard keeps a
                             len(shard_sessions(cfg, sessions, {})[0]))         # session: not the identity)
     source.prepare(cfg, task, sessions)
-    return holding_lock(cfg, run_dir, lambda: write_run(cfg, run_dir, source, sessions))
+    return holding_lock(cfg, run_dir, lambda: write_run(cfg, run_dir, source, sessions), source.labels(cfg))
 
 
 def write_run(cfg: DictConfig, run_dir: Path, source: UnitSource, sessions: list) -> RunSummary:
@@ -200,6 +215,7 @@ def write_run(cfg: DictConfig, run_dir: Path, source: UnitSource, sessions: list
         raise
     finally:  # also on Ctrl-C: every completed session stays in the consolidated tables
         counts = writer.consolidate()
+        status = finished_status(status, counts.get("sessions", 0), outcome)
         writer.write_run_json({**meta, "status": status, "finished": time.time(), **outcome.record(),
                                **source.finished(run_dir, outcome), "row_counts": counts,
                                "heartbeat": heartbeat(counts.get("sessions", 0))})

@@ -46,9 +46,11 @@ def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | N
     changed since (``ticktock.results.fingerprint``). A changed session's parts are removed and one line names it
     and what changed (on ``out``, default stderr), e.g.
     ``resume: session s1: audio file changed since its results were written; replaying it``; a resumed run (the
-    folder held this run) then says how many it keeps: ``resumed 2 of 3 sessions``."""
+    folder held this run) then says how many it keeps: ``resumed 2 of 3 sessions``. A session with a part that
+    cannot be read back is replayed too, its parts set aside first (``set_aside_unreadable``)."""
     from ticktock.results.fingerprint import changes, session_fingerprint
 
+    set_aside_unreadable(sessions, writer, out)
     recorded, todo = writer.fingerprints(), []
     for session in sessions:
         if session.session_id in recorded:
@@ -64,14 +66,33 @@ def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | N
     return todo
 
 
-def holding_lock(cfg: DictConfig, run_dir: Path, work):
+def set_aside_unreadable(sessions: list, writer, out=None) -> None:
+    """Set aside (``RunWriter.set_aside``: into ``parts/unreadable/``) the parts of every session with a part that
+    cannot be read back, one line each on ``out`` (default stderr), so that it is replayed, never met by the merge,
+    e.g. ``resume: session s1: <run>/parts/s1-640d87e7.chunks.parquet cannot be read (Parquet magic bytes not found
+    in footer...); replaying it (its parts moved to <run>/parts/unreadable)``. A part of a session this run does not
+    hold is set aside the same way, out of the tables."""
+    from ticktock.results.writer import part_key
+
+    ids = {part_key(session.session_id): session.session_id for session in sessions}
+    for key, (path, reason) in writer.unreadable_parts().items():
+        aside = writer.set_aside(key)
+        if key in ids:
+            said = f"session {ids[key]}: {path} cannot be read ({reason}); replaying it (its parts moved to {aside})"
+        else:
+            said = f"{path} cannot be read ({reason}); its session's parts moved to {aside}, out of the tables"
+        print(f"resume: {said}", file=out or sys.stderr)
+
+
+def holding_lock(cfg: DictConfig, run_dir: Path, work, labels: dict | None = None):
     """``work()``'s result, called with the run folder made and its lock held (``ticktock.results.lock``: a second
     writer is refused in one line; a stale lock of a process that died is taken over, said on stderr), the lock released
-    after it, also on an error or Ctrl-C."""
+    after it, also on an error or Ctrl-C. ``labels``: the run's model, decoder and clock names as its unit source
+    gives them (``UnitSource.labels``), which the lock shows (``lock_about``)."""
     from ticktock.results.lock import RunLock
     from ticktock.results.writable import results_written
 
-    lock = RunLock(run_dir, lock_about(cfg))
+    lock = RunLock(run_dir, lock_about(cfg, labels))
     try:
         with results_written(run_dir):
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -83,6 +104,16 @@ def holding_lock(cfg: DictConfig, run_dir: Path, work):
         lock.release()
 
 
-def lock_about(cfg: DictConfig) -> dict:
-    """What the run folder's lock says about its holder (shown to a refused second writer)."""
-    return {"decoder": cfg.decoder.name, "model": cfg.model.name, "clock": cfg.clock.name, "task": cfg.task.get("name")}
+def lock_about(cfg: DictConfig, labels: dict | None = None) -> dict:
+    """What the run folder's lock says about its holder (shown to a refused second writer): the run's ``labels``
+    (a live run's are the endpoint's: ``embedded@127.0.0.1:8099``, ``served``, ``live:vllm_omni_duplex``), else the
+    config's names, and the task.
+
+    >>> from omegaconf import OmegaConf
+    >>> cfg = OmegaConf.create({"decoder": {"name": "ar"}, "model": {"name": "endpoint"}, "clock": {"name": "modeled"},
+    ...                         "task": {"name": "t"}})
+    >>> lock_about(cfg, {"model": "m@h:1", "decoder": "served", "clock": "live:vllm_omni_duplex"})["clock"]
+    'live:vllm_omni_duplex'
+    """
+    named = {"decoder": cfg.decoder.name, "model": cfg.model.name, "clock": cfg.clock.name, **(labels or {})}
+    return {key: named[key] for key in ("decoder", "model", "clock")} | {"task": cfg.task.get("name")}

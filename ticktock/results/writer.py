@@ -11,7 +11,9 @@ Layout::
 Every file is written to a temporary name and renamed, so a crash never leaves a partial file. A
 session is complete when its ``sessions`` part exists (written last). Rerunning into the same directory
 skips completed sessions (resume) unless ``overwrite`` is set; a directory holding a run with a different
-configuration is refused. A sessions part records the fingerprint of the inputs it was replayed from
+configuration is refused. A part that cannot be read back (a disk that lost its end; ``unreadable_parts``) is set
+aside with its session's other parts in ``parts/unreadable/`` (``set_aside``), so the session is replayed and the
+merge never meets it. A sessions part records the fingerprint of the inputs it was replayed from
 (``fingerprints()``), so the runner replays a session whose manifest line or audio changed, after ``forget``-ting
 its parts. One process writes a directory at a time (``ticktock.results.lock``, taken by the runner).
 
@@ -87,6 +89,25 @@ def in_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 PARTIAL = "partial"  # the folder (under parts/ and the run folder) of sessions that ended early
+UNREADABLE = "unreadable"  # the folder under parts/ where parts that cannot be read are set aside
+PART_TABLES = {"": ("sessions", "chunks", "forwards"), PARTIAL: ("sessions", "chunks")}  # folder -> its parts
+
+
+def unreadable(path: Path) -> str | None:
+    """Why a part file cannot be read back, in one line (pyarrow's words, without the path it repeats), or None when
+    it can.
+
+    >>> import tempfile
+    >>> cut = Path(tempfile.mkdtemp()) / "s.chunks.parquet"; _ = cut.write_bytes(b"PAR1" + bytes(96))
+    >>> unreadable(cut)
+    'Parquet magic bytes not found in footer. Either the file is corrupted or this is not a parquet file.'
+    """
+    try:
+        pq.read_table(path)
+    except (OSError, pa.ArrowException) as err:
+        words = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        return re.sub(r"^Could not open Parquet input source '.*?': ", "", words)
+    return None
 
 
 class RunWriter:
@@ -116,6 +137,34 @@ class RunWriter:
             shutil.rmtree(self.run_dir / PARTIAL)
         for name in [*(f"{t}.parquet" for t in TABLES), "run.json"]:
             (self.run_dir / name).unlink(missing_ok=True)
+
+    def unreadable_parts(self) -> dict[str, tuple[Path, str]]:
+        """The sessions (by part key, ``part_key``) of which a part cannot be read back, completed or partial: key ->
+        the first such file and why (``unreadable``). Every part of each session marked complete is read."""
+        found = {}
+        for folder, names in PART_TABLES.items():
+            where = self.parts / folder
+            for mark in sorted(where.glob("*.sessions.parquet")):
+                key = mark.name.removesuffix(".sessions.parquet")
+                for name in names:
+                    path = where / f"{key}.{name}.parquet"
+                    reason = unreadable(path) if path.exists() else "missing"
+                    if reason is not None and key not in found:
+                        found[key] = (path, reason)
+        return found
+
+    def set_aside(self, key: str) -> Path:
+        """Move every part of the session ``key`` (completed and partial) into ``parts/unreadable/`` (its sessions
+        part, the completion mark, first): it is no longer complete, and nothing written is deleted. The folder."""
+        aside = self.parts / UNREADABLE
+        with results_written(aside):
+            aside.mkdir(parents=True, exist_ok=True)
+            for folder, names in PART_TABLES.items():
+                for name in names:
+                    path = self.parts / folder / f"{key}.{name}.parquet"
+                    if path.exists():
+                        path.replace(aside / f"{folder + '.' if folder else ''}{path.name}")
+        return aside
 
     def completed(self) -> set[str]:
         done = set()

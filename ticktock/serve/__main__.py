@@ -84,6 +84,26 @@ def port_error(host: str, port: int, err: OSError) -> ConfigError:
     return ConfigError(f"serve.host: cannot listen on {host}:{port} ({err.strerror or err})")
 
 
+def open_warning(options) -> str | None:
+    """The warning printed at start when the server listens beyond loopback with no token (``serve.host`` other than
+    a loopback address and no ``serve.token_env``): anyone who can reach the machine can use the model. None
+    otherwise.
+
+    >>> from ticktock.serve.server import ServeOptions
+    >>> open_warning(ServeOptions(host="127.0.0.1")), open_warning(ServeOptions(host="0.0.0.0", token_env="T"))
+    (None, None)
+    >>> open_warning(ServeOptions(host="0.0.0.0"))[:75]
+    'ticktock serve: warning: serve.host=0.0.0.0 without serve.token_env: the mo'
+    """
+    from ticktock.serve.server import loopback
+
+    if loopback(options.host) or options.token_env is not None:
+        return None
+    where = "every interface" if options.host.strip() in ("0.0.0.0", "::", "[::]") else f"{options.host}"
+    return (f"ticktock serve: warning: serve.host={options.host} without serve.token_env: the model is open on {where} "
+            "to anyone who can reach this machine (set serve.token_env, or serve on 127.0.0.1)")
+
+
 def compose_serve(argv: list[str]):
     """The serve config composed from ``argv`` (Hydra overrides), every option checked (one line, exit 2)."""
     from hydra import compose, initialize_config_dir
@@ -127,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cfg = compose_serve(argv)
     options = ServeOptions.parse(cfg.serve)
+    warning = open_warning(options)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     check_port_free(options.host, options.port)
     if cfg.get("threads") is not None:
         import torch

@@ -40,9 +40,11 @@ from __future__ import annotations
 import asyncio
 import hmac
 import importlib.resources
+import ipaddress
 import json
 import math
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -67,6 +69,8 @@ SEND_WAIT_S = 5.0  # how long a connection's end waits for its last events to be
 ABORT_AFTER_S = 30.0  # a closed socket whose client still has not read what waits for it is dropped after this
 SHUTDOWN_S = 2.0  # how long a shutdown waits for every open session's session.closed to be written
 JOIN_S = 10.0  # how long a connection's end waits for its session to end (a hung-up turn session: its last units)
+ORIGIN = re.compile(r"https?://[^/\s?#@]+")  # what ``serve.allowed_origins`` holds: scheme://host[:port], nothing more
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 
 
 class ServeOptionError(ConfigError):
@@ -91,6 +95,7 @@ class ServeOptions:
     idle_timeout_s: float = 300.0
     ping_interval_s: float = 20.0
     max_queue_bytes: int = QUEUE_BYTES
+    allowed_origins: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, values) -> "ServeOptions":
@@ -107,6 +112,8 @@ class ServeOptions:
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
             raise ServeOptionError(f"serve.{unknown[0]}: unknown option (known: {', '.join(cls.__dataclass_fields__)})")
+        if "allowed_origins" in values:
+            values["allowed_origins"] = origins(values["allowed_origins"])
         options = cls(**values)
         whole(options.port, "serve.port", 0, 65535)
         whole(options.max_sessions, "serve.max_sessions", 1, 256)
@@ -131,6 +138,77 @@ class ServeOptions:
         if not value:
             raise ServeOptionError(f"serve.token_env: the environment variable {self.token_env} is not set or empty")
         return value
+
+
+def origins(values) -> tuple[str, ...]:
+    """``serve.allowed_origins`` checked and normalized (lower case, no trailing ``/``): a list of browser origins,
+    ``scheme://host[:port]`` with an http or https scheme and no path; one line naming what is wrong otherwise.
+
+    >>> origins(["https://App.example:8443/", "http://10.0.0.5:8099"])
+    ('https://app.example:8443', 'http://10.0.0.5:8099')
+    >>> origins(["app.example"])
+    Traceback (most recent call last):
+    ...
+    ticktock.serve.server.ServeOptionError: serve.allowed_origins: 'app.example' is not an origin (scheme://host[:port], http or https, no path: https://app.example:8443)
+    """
+    if values is None:
+        return ()
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ServeOptionError(f"serve.allowed_origins: must be a list of origins such as [https://app.example:8443], "
+                               f"got {values!r}")
+    checked = []
+    for value in values:
+        origin = str(value).strip().lower().rstrip("/") if isinstance(value, str) else None
+        if origin is None or not ORIGIN.fullmatch(origin):
+            raise ServeOptionError(f"serve.allowed_origins: {str(value)[:80]!r} is not an origin "
+                                   "(scheme://host[:port], http or https, no path: https://app.example:8443)")
+        checked.append(origin)
+    return tuple(checked)
+
+
+def loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) names this machine's loopback only.
+
+    >>> loopback("127.0.0.1"), loopback("[::1]"), loopback("localhost"), loopback("0.0.0.0"), loopback("evil.example")
+    (True, True, True, False, False)
+    """
+    host = host.strip().lower().strip("[]")
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def origin_allowed(origin: str | None, host: str, allowed: tuple[str, ...], served_on_loopback: bool) -> bool:
+    """Whether a WebSocket handshake carrying ``Origin: origin`` may open a session (the check against cross-site
+    WebSocket hijacking that Jupyter and other local servers make: a browser sends its page's origin, and any page
+    the user visits could otherwise use the model and take its slots). Allowed: no ``Origin`` (the SDKs and other
+    programs send none), the server's own page (the origin's ``host[:port]`` is the request's ``Host``; on a loopback
+    server, a loopback name too, so a rebound DNS name is not the server's own page), and ``allowed``
+    (``serve.allowed_origins``, normalized). Everything else, ``null`` included, is refused.
+
+    >>> own = "127.0.0.1:8099"
+    >>> origin_allowed(None, own, (), True), origin_allowed("http://127.0.0.1:8099", own, (), True)
+    (True, True)
+    >>> origin_allowed("http://evil.example", "127.0.0.1:8099", (), True)
+    False
+    >>> origin_allowed("http://evil.example:8099", "evil.example:8099", (), True)  # DNS rebinding to loopback
+    False
+    >>> origin_allowed("https://App.example:8443", "127.0.0.1:8099", ("https://app.example:8443",), True)
+    True
+    """
+    if origin is None:
+        return True
+    origin = origin.strip().lower().rstrip("/")
+    if origin in allowed:
+        return True
+    scheme, _, netloc = origin.partition("://")
+    if scheme not in ("http", "https") or netloc != host.strip().lower():
+        return False
+    name = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
+    return loopback(name) or not served_on_loopback
 
 
 def whole(value, key: str, least: int, most: int) -> None:
@@ -451,6 +529,7 @@ class Server:
     # ---------------------------------------------------------------------------------------- a session
 
     async def realtime(self, request: web.Request) -> web.WebSocketResponse:
+        self.check_origin(request)
         ws = web.WebSocketResponse(heartbeat=self.options.ping_interval_s, max_msg_size=FRAME_LIMIT,
                                    timeout=CLOSE_WAIT_S)
         await ws.prepare(request)
@@ -467,6 +546,14 @@ class Server:
         finally:
             await self.end(connection, request.transport)
         return ws
+
+    def check_origin(self, request: web.Request) -> None:
+        """Refuse, with 403 before the upgrade, a handshake from a browser page that is neither this server's own page
+        nor one of ``serve.allowed_origins`` (``origin_allowed``); the body says so in one line."""
+        origin = request.headers.get("Origin")
+        if not origin_allowed(origin, request.host, self.options.allowed_origins, loopback(self.options.host)):
+            raise web.HTTPForbidden(text=f"Origin {wire.echoed(origin)} may not open a session: only this server's "
+                                         "own page and serve.allowed_origins may (programs send no Origin)")
 
     def refusal(self, request: web.Request) -> tuple[str, str] | None:
         """Why a connection is refused (a code and a message), or None: a wrong or missing token (only

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from ticktock.errors import TickTockError, one_line, user_errors
-from ticktock.tables.build import HEADLINE, build_tables, headline_text, print_failures, write_outputs
+from ticktock.tables.build import HEADLINE, build_tables, check_baseline, headline_text, print_failures, write_outputs
 from ticktock.tables.common import noise_warnings
 from ticktock.tables.load import load_results
 from ticktock.tables.render import FORMATS
@@ -53,7 +53,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m ticktock.tables", description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", help="run directories, folders of runs, or globs of either")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default results/tables/<timestamp>)")
-    parser.add_argument("--baseline", default="ar", help="decoder every speedup is measured against (default ar)")
+    parser.add_argument("--baseline", default=None,
+                        help="decoder every speedup is measured against (default ar; when no ar run is among the "
+                             "results, the tables that need one say so and the others are built; a decoder named "
+                             "here must have a run)")
     parser.add_argument("--format", default=",".join(FORMATS), help="comma-separated subset of md,csv,tex,html")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a losslessness or quality check fails")
     parser.add_argument("--skip-bad-runs", action="store_true",
@@ -100,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = load_results(args.results, skip_bad_runs=args.skip_bad_runs, allow_interrupted=args.allow_interrupted,
                                allow_missing_shards=args.allow_missing_shards)
-        built = build_tables(results, args.baseline, tuple(args.case), args.case_decoders, tuple(args.listen))
+        if args.baseline is not None:  # named: a run of it must be there
+            check_baseline(results, args.baseline)
+        baseline = args.baseline or "ar"
+        built = build_tables(results, baseline, tuple(args.case), args.case_decoders, tuple(args.listen))
         written = write_outputs(built, results, out, args.formats, args.viewer_sessions)
     except TickTockError as err:  # unusable results (exit 2), an output folder that cannot be written (exit 4)
         print(f"ticktock: error: {one_line(err)}", file=sys.stderr)

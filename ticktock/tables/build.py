@@ -31,6 +31,9 @@ from ticktock.tables.render import FORMATS, markdown, write_tables
 from ticktock.tables.viewer import DEFAULT_SESSIONS
 
 HEADLINE = (compute.speak_speedup_table, compute.tool_speedup_table, compute.latency_table)
+#: The tables whose figures are measured against the baseline's run (speedups, comparisons, the checks against it).
+NEEDS_BASELINE = frozenset({"table2_speak_speedup", "tool_speedup", "table3_max_lag", "table4_ablation",
+                            "fig4b_temperature", "fig4c_concurrency", "capacity", "losslessness", "quality"})
 FIGURE_TABLES = {"fig4a_forwards_by_length": "fig4a_forwards_by_length.png", "fig4b_temperature": "fig4b_temperature.png",
                  "fig4c_concurrency": "fig4c_concurrency.png", "capacity": "capacity.png"}
 
@@ -57,10 +60,37 @@ def _as_results(results: Results | list[str] | str) -> Results:
 
 
 def check_baseline(results: Results, baseline: str) -> None:
+    """For a baseline the user named (``--baseline``): no run of it among the results is one line (exit 2)."""
     if not any(c.decoder == baseline for c in results.cells):
         decoders = sorted({c.decoder for c in results.cells})
         raise TablesError(f"no {baseline!r} run among the results (decoders: {', '.join(decoders)}); "
                           "--baseline names the decoder every speedup is measured against")
+
+
+def missing_baseline(results: Results, baseline: str) -> str | None:
+    """The one line the tables that need the baseline (``NEEDS_BASELINE``) carry when no run of it is among the
+    results (one live run of a server that reports no TickTock decoder, labelled ``served``, is the usual case):
+    what run they need. None when there is one. The other tables are built as ever.
+
+    >>> from types import SimpleNamespace as Run
+    >>> missing_baseline(Run(cells=[Run(decoder="served")]), "ar")[:66]
+    "no 'ar' run among the results (decoders here: served): speedups an"
+    """
+    decoders = sorted({c.decoder for c in results.cells})
+    if baseline in decoders:
+        return None
+    return (f"no {baseline!r} run among the results (decoders here: {', '.join(decoders)}): speedups and the "
+            f"comparisons with {baseline} need one; run the same sessions with decoder={baseline} (live: a server "
+            f"started with decoder={baseline}), or name another decoder with --baseline")
+
+
+def say_missing_baseline(tables: list[Table], results: Results, baseline: str) -> list[Table]:
+    """``tables``, those that need the baseline led by ``missing_baseline``'s line when no run of it is there."""
+    note = missing_baseline(results, baseline)
+    for table in tables:
+        if note and table.key in NEEDS_BASELINE and note not in table.notes:
+            table.notes.insert(0, note)
+    return tables
 
 
 def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[str, ...] = (),
@@ -69,10 +99,10 @@ def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[st
     (the default onset and tool-call picks, then one per session in ``case_sessions``, showing ``case_decoders``),
     and which sessions the report lets one listen to (``ticktock.tables.listen``: ``listen_sessions``, by default the
     case studies' sessions of each setup with a talker). Every table but Figure 4c and capacity uses the runs of one
-    session alone on the device (``Results.single_session``); those two every N."""
+    session alone on the device (``Results.single_session``); those two every N. With no run of ``baseline`` among
+    the results, the tables that need it have no rows and say what run they need (``missing_baseline``)."""
     from ticktock.tables.listen import listen_choice
 
-    check_baseline(results, baseline)
     if listen_sessions:  # an unknown session is one line before any work
         listen_choice(results, listen_sessions)
     data4a, data4b = analysis.fig4a_data(results), analysis.fig4b_data(results, baseline)
@@ -86,6 +116,7 @@ def build_tables(results: Results, baseline: str = "ar", case_sessions: tuple[st
                capacity.capacity_table(results, baseline, data=capacity_data),
                quality.losslessness_table(results, baseline), quality.quality_table(results, baseline)]
     cases = pick_cases(results, baseline) + [session_case(results, s, baseline, case_decoders) for s in case_sessions]
+    say_missing_baseline(tables, results, baseline)
     return Built(tables, data4a, data4b, data4c, cases, listen_choice(results, listen_sessions, cases, baseline),
                  capacity_data)
 
@@ -100,8 +131,7 @@ def headline_text(tables: list[Table]) -> str:
 def print_headline(results: Results | list[str] | str, baseline: str = "ar", file=None) -> list[Table]:
     """Print Table 2, the tool-call table and Table 5 (Markdown) for results or result paths/globs."""
     results = _as_results(results)
-    check_baseline(results, baseline)
-    tables = [table(results, baseline) for table in HEADLINE]
+    tables = say_missing_baseline([table(results, baseline) for table in HEADLINE], results, baseline)
     print(headline_text(tables), file=file or sys.stdout)
     return tables
 

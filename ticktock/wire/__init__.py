@@ -46,7 +46,7 @@ from ticktock.wire.client_events import (CLIENT_EVENT_TYPES, CLIENT_EVENTS, NOT_
 from ticktock.wire.codec import (DEFAULT_INPUT_FORMAT, DEFAULT_OUTPUT_RATE_HZ, ECHO_CHARS, ENCODING_ALIASES,
                                  ENCODING_BYTES, ERROR_TYPES, MAX_APPEND_BYTES, MAX_FIELD_NUMBER, MAX_FRAME_BYTES,
                                  MAX_SAMPLE_RATE_HZ, MIN_SAMPLE_RATE_HZ, AudioFormat, Fields, ProtocolError,
-                                 SessionSettings, WireEvent, clipped, decode_audio, encode_pcm16, new_event_id,
+                                 SessionSettings, WireEvent, clipped, decode_audio, echoed, encode_pcm16, new_event_id,
                                  read_json_object)
 from ticktock.wire.server_events import (SERVER_EVENT_TYPES, SERVER_EVENTS, AudioDelta, ErrorEvent, FunctionCall,
                                          FunctionCallArgumentsDelta, FunctionCallArgumentsDone, HeartbeatAck,
@@ -60,7 +60,7 @@ __all__ = [
     # codec
     "DEFAULT_INPUT_FORMAT", "DEFAULT_OUTPUT_RATE_HZ", "ECHO_CHARS", "ENCODING_ALIASES", "ENCODING_BYTES",
     "ERROR_TYPES", "MAX_APPEND_BYTES", "MAX_FIELD_NUMBER", "MAX_FRAME_BYTES", "MAX_SAMPLE_RATE_HZ",
-    "MIN_SAMPLE_RATE_HZ", "AudioFormat", "Fields", "ProtocolError", "SessionSettings", "WireEvent", "clipped",
+    "MIN_SAMPLE_RATE_HZ", "AudioFormat", "Fields", "ProtocolError", "SessionSettings", "WireEvent", "clipped", "echoed",
     "decode_audio", "encode_pcm16", "new_event_id", "read_json_object",
     # client events
     "CLIENT_EVENTS", "CLIENT_EVENT_TYPES", "NOT_SERVED", "ClientEvent", "SessionUpdate", "AudioAppend", "AudioCommit",

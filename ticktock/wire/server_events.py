@@ -228,12 +228,29 @@ def _report(fields: Fields) -> UnitReport | None:
     return None if ours is None else UnitReport.from_fields(ours)
 
 
+def _stage_ttft_ms(metadata: Mapping[str, object]) -> float | None:
+    """The first stage's ``vllm_ttft_ms`` in vLLM-Omni's listen metadata, when it is a finite number >= 0.
+
+    >>> _stage_ttft_ms({"vllm_omni": {"stage_metrics": {"0": {"vllm_ttft_ms": 97.9}}}}), _stage_ttft_ms({})
+    (97.9, None)
+    """
+    ours = metadata.get("vllm_omni")
+    stages = ours.get("stage_metrics") if isinstance(ours, dict) else None
+    first = stages.get("0") if isinstance(stages, dict) else None
+    value = first.get("vllm_ttft_ms") if isinstance(first, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9:
+        return float(value)
+    return None
+
+
 @dataclass(frozen=True)
 class ResponseListen(UnitDecision, WireEvent):
     """``response.listen``: the model keeps listening this unit. Without ``response_id`` it is a standalone decision;
     with one, it ends that response (the model yields the turn), as vLLM-Omni's client reads it.
 
-    ``reason`` and ``buffering``: what vLLM-Omni says of it in ``response.metadata``. ``buffering: true`` (its reason
+    ``stage_ttft_ms``: vLLM-Omni's own measure of the unit's model step, where it reports one (the Thinker stage's
+    ``vllm_ttft_ms`` in ``response.metadata.vllm_omni.stage_metrics``: from the step's request reaching the stage to
+    its first token). ``reason`` and ``buffering``: what vLLM-Omni says of it in ``response.metadata``. ``buffering: true`` (its reason
     ``buffering`` or a prefill error) is sent when the model's prefill of the input did not complete, so the model
     decided nothing; ``silence_or_noise`` answers a silent append of a session without ``auto_response``.
 
@@ -252,6 +269,7 @@ class ResponseListen(UnitDecision, WireEvent):
     event_id: str | None = event_id_field()
     reason: str | None = None
     buffering: bool = False
+    stage_ttft_ms: float | None = None
 
     def to_json(self) -> dict[str, object]:
         metadata: dict[str, object] = {}
@@ -278,7 +296,7 @@ class ResponseListen(UnitDecision, WireEvent):
         reason = echoed(reason) if isinstance(reason, str) else None
         buffering = metadata.get("buffering") is True
         return cls(_report(fields), _response_id(fields), event_id=_server_event_id(fields), reason=reason,
-                   buffering=buffering)
+                   buffering=buffering, stage_ttft_ms=_stage_ttft_ms(metadata))
 
 
 @dataclass(frozen=True)
@@ -749,7 +767,7 @@ def parse_server_event(frame: str | bytes) -> ServerEvent:
     """One server frame as its typed event (see the module docstring); ``ProtocolError`` when it cannot be read.
 
     >>> parse_server_event('{"type": "response.listen", "response": {"status": "listening"}}')
-    ResponseListen(report=None, response_id=None, event_id=None, reason=None, buffering=False)
+    ResponseListen(report=None, response_id=None, event_id=None, reason=None, buffering=False, stage_ttft_ms=None)
     >>> parse_server_event('{"type": "session.heartbeat_ack", "session_id": "s1", "event_id": "e1"}')
     HeartbeatAck(session_id='s1', event_id='e1')
     """
