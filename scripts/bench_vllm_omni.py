@@ -17,7 +17,10 @@ Printed, per server (wall clock, this CPU, loopback, miniature with random weigh
    server's own measure of the unit where it reports one: ``ticktock serve``'s ``ticktock.post_audio_ms`` (from the
    unit's last sample arriving to its decision: what is left is the serving path and the client), vLLM-Omni's
    Thinker-stage ``vllm_ttft_ms`` (from the unit's step reaching the stage to its first token: what is left also
-   holds vLLM-Omni's orchestration between its API server and the stage).
+   holds vLLM-Omni's orchestration between its API server and the stage). The units each server listened
+   through are shown apart, by their post-audio latency (the response time less the lag carried from the unit
+   before): there both servers do alike work (the unit's prefill and one decision), where a speak unit of
+   ``ticktock serve``'s random model also generates its text.
 2. Capacity: the most sessions held at once by the criteria of docs/concurrency.md (every session finished, misses
    at or below 5% of units; the onset criterion needs spoken replies, which forced listening never gives), N = 1,
    2, ... up to ``--max-sessions``, one run each, stopping at the first N that fails.
@@ -84,16 +87,22 @@ class Served:
         raise SystemExit(f"bench_vllm_omni: {self.name} did not start (its last output: {line.strip()!r})")
 
     def pids(self) -> list[int]:
-        """Every live process of the server's session."""
-        pids = []
+        """Every live process the server started: its descendants, and every process in their sessions (vLLM-Omni's
+        server runs in a session of its own, where its stage processes may be reparented)."""
+        table = {}
         for entry in Path("/proc").iterdir():
             try:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            if fields[3] == str(self.process.pid) and fields[0] != "Z":
-                pids.append(int(entry.name))
-        return pids
+            if entry.name.isdigit() and fields[0] != "Z":
+                table[int(entry.name)] = (int(fields[1]), int(fields[3]))  # parent, session
+        ours, grew = {self.process.pid}, True
+        while grew:
+            more = {pid for pid, (parent, _) in table.items() if parent in ours} - ours
+            grew, ours = bool(more), ours | more
+        sessions = {table[pid][1] for pid in ours if pid in table} - {os.getsid(0)}
+        return sorted(ours | {pid for pid, (_, session) in table.items() if session in sessions})
 
     def rss_gib(self) -> float:
         total = 0
@@ -168,7 +177,7 @@ def figures(records: list) -> dict:
     from ticktock.endpoints.measure import measure_units
     from ticktock.wire import UnitDecision
 
-    responses, misses, errors, unfinished = [], 0, [], 0
+    responses, misses, errors, unfinished, listens = [], 0, [], 0, []
     for record in records:
         if isinstance(record, str) or record.failure is not None:
             unfinished += 1
@@ -182,10 +191,12 @@ def figures(records: list) -> dict:
                 continue
             responses.append(unit.response_ms)
             misses += bool(unit.missed)
+            if unit.kind == "listen" and unit.post_audio_ms is not None:
+                listens.append(unit.post_audio_ms)
             if server_ms is not None:
                 errors.append(unit.response_ms - server_ms)
     return {"responses": responses, "misses": misses, "errors": errors, "unfinished": unfinished,
-            "sessions": len(records)}
+            "sessions": len(records), "listens": listens}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -199,6 +210,7 @@ def show(name: str, f: dict) -> str:
              else "not reported by the server")
     return (f"| {name} | {units} | {percentile(f['responses'], 0.5):.1f} | {percentile(f['responses'], 0.95):.1f} | "
             f"{100 * f['misses'] / units if units else float('nan'):.1f}% | {f['unfinished']} of {f['sessions']} | "
+            f"{len(f['listens'])}: {percentile(f['listens'], 0.5):.1f} / {percentile(f['listens'], 0.95):.1f} | "
             f"{error} |")
 
 
@@ -242,8 +254,8 @@ def main(argv=None) -> int:
                 for server in ((vllm, ours) if run % 2 == 0 else (ours, vllm)):
                     per_server[server.name] += asyncio.run(hold_many(server.url, sessions(args.sessions),
                                                                      args.units))
-            print("\n| server | units | response p50 ms | p95 ms | misses | unfinished | client - server p50 / p95 "
-                  "ms |\n|---|---|---|---|---|---|---|")
+            print("\n| server | units | response p50 ms | p95 ms | misses | unfinished | listen units: post-audio p50 "
+                  "/ p95 ms | client - server p50 / p95 ms |\n|---|---|---|---|---|---|---|---|")
             for server in (vllm, ours):
                 print(show(server.name, figures(per_server[server.name])), flush=True)
             print("\n| server | sessions held (capacity) | by N |\n|---|---|---|")
