@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from ticktock.results.liveness import heartbeat
 
 
@@ -57,3 +59,14 @@ def test_the_ticktock_command_has_runs_and_errors_are_one_line(tmp_path):
     empty = ticktock("runs", str(tmp_path / "empty"))
     assert empty.returncode == 2
     assert empty.stderr == f"ticktock: error: {tmp_path / 'empty'}: no runs found (a run folder holds run.json)\n"
+
+
+def test_no_folder_is_one_ticktock_error_line_exit_2(capsys):
+    """Issue 62: ``python -m ticktock.runs`` with no folder printed argparse's usage block, not the one-line form."""
+    from ticktock.runs import main
+
+    with pytest.raises(SystemExit) as done:
+        main([])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("ticktock: error: runs: the following arguments are required: folders")

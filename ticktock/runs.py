@@ -110,8 +110,24 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table)
 
 
+class RunsParser(argparse.ArgumentParser):
+    """argparse whose mistakes are one ``ticktock: error:`` line (exit 2), as every other mistake here, not its
+    usage block.
+
+    >>> RunsParser(prog="python -m ticktock.runs").error("the following arguments are required: folders")
+    Traceback (most recent call last):
+    ...
+    SystemExit: 2
+    """
+
+    def error(self, message: str):
+        print(f"ticktock: error: runs: {message} (usage: python -m ticktock.runs FOLDER [FOLDER ...])",
+              file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ticktock.runs", description=__doc__.split("\n\n")[0])
+    parser = RunsParser(prog="python -m ticktock.runs", description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="+", type=Path, help="folders holding run folders (searched recursively)")
     args = parser.parse_args(argv)
     rows = []
