@@ -57,7 +57,16 @@ work, idle-window work, talker work, idle) for Figure 4c.
 
 With a ``watchdog`` (``ticktock.replay.watchdog``), its countdown restarts at every switch to a session and at every
 device step: a session whose own code runs past the limit fails alone (``SessionLane.failure``; ``run``'s
-``on_failed`` gets it and the others go on), and a device step past it fails the sessions whose work it ran.
+``on_failed`` gets it and the others go on), and a device step past it fails the sessions whose work it ran. With
+``host_bound`` (a served device: ``serve.host_code_bound_s``) it bounds the sessions' own host code only: it is
+disarmed for device steps, waits and the scheduler's own work, and a session is watched once its replay is under way
+(``SessionLane.watch_from_now``: building its engine is not watched). Every hand-off of control disarms or re-arms
+it first, in the greenlet that hands off, so a countdown that ran out raises in that session's greenlet, before the
+scheduler's state changes.
+
+With ``fail_alone`` (a served device) nothing a session's work raises stops the device: an ``Exception`` or any other
+``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, ``GreenletExit``: as ``SessionAborted``), raised in its host
+code or inside a device step, goes to ``on_failed`` for that session alone.
 
 Example (two sessions of constant-cost work, as in the tests)::
 
@@ -86,6 +95,22 @@ from ticktock.scheduling.base import DraftCandidate
 
 class DeviceClosed(Exception):
     """Raised inside a session's greenlet when the shared device stops (another session failed, Ctrl-C)."""
+
+
+class SessionAborted(RuntimeError):
+    """On a served device (``fail_alone``): a session's own work raised a ``BaseException`` that is not an
+    ``Exception`` (``SystemExit``, ``KeyboardInterrupt``, ``GreenletExit`` from a plug-in; nothing outside the device's
+    thread raises them there). It ends that session alone; ``str()`` names the session and what it raised.
+
+    >>> str(SessionAborted.of("session s1", SystemExit(3)))
+    'session s1: its work raised SystemExit: 3; the session ends here (a served session may not stop the device)'
+    """
+
+    @classmethod
+    def of(cls, who: str, err: BaseException) -> "SessionAborted":
+        said = " ".join(str(err).split())
+        return cls(f"{who}: its work raised {type(err).__name__}{f': {said}' if said else ''}; the session ends here "
+                   "(a served session may not stop the device)")
 
 
 MAX_DEVICE_MS = 1e13  # ~317 years of device time; float64 still resolves 2 microseconds there
@@ -152,6 +177,7 @@ class SessionLane(Clock):
         self.failure: str | None = None  # the watchdog's reason when the session ran past its limit
         self.session = None  # the session replayed on this lane (``ticktock.replay.concurrency``)
         self.where: Callable[[], str | None] = lambda: None  # the work the session runs now (its engine's ``where``)
+        self.watched = False  # under a host-code bound: whether its own code is bounded yet (``watch_from_now``)
         self.reply_open = False
         self.lent = (start_ms, 0.0)  # (a chunk's arrival, device time its post-audio work lent to idle work: ``lend``)
         self.dbfs: list[float] = []
@@ -197,6 +223,14 @@ class SessionLane(Clock):
         """The session's own time while it runs: ``local_ms``, which under real time (a served device) follows the
         wall clock, host code included."""
         return self.device.lane_time(self)
+
+    def watch_from_now(self) -> None:
+        """Under a host-code bound (a served device: ``SharedDevice``'s ``host_bound``), bound this session's own code
+        from here on, in this stretch and every later one; what it ran before (building its engine: a model replica,
+        a decoder, a talker) is not bounded. Nothing without one."""
+        self.watched = True
+        if self.device.host_bound:
+            self.device._watch_lane(self)
 
     def busy_now(self) -> float:
         running = (time.perf_counter() - self._resumed_at) * 1000.0 if self._resumed_at is not None else 0.0
@@ -256,7 +290,7 @@ class Request:
     dropped: bool = False
     estimate_ms: float | None = None  # the expected cost, once asked (``SharedDevice._estimate``)
     timed_out: ChunkTimeout | None = None  # the step that ran it went past the watchdog's limit
-    failed: Exception | None = None  # its own work raised (alone, or run again alone after its batched step raised)
+    failed: BaseException | None = None  # its own work raised (alone, or run again alone after its batched step raised)
 
     @property
     def is_post_audio(self) -> bool:
@@ -345,7 +379,7 @@ class SharedDevice:
 
     def __init__(self, clock: Clock, draft_policy, batching: bool = False, max_batch: int | None = None,
                  watchdog=None, batch_encodings: bool = False, realtime: RealTime | None = None,
-                 fail_alone: bool = False):
+                 fail_alone: bool = False, host_bound: bool = False):
         self.clock = clock
         self.realtime = realtime  # None: the device keeps its own time (a replay); else the wall clock (serving)
         self.fail_alone = fail_alone  # any session's error goes to ``on_failed`` and the others go on (serving)
@@ -355,6 +389,7 @@ class SharedDevice:
         self.batch_encodings = batch_encodings
         self.max_batch = max_batch
         self.watchdog = watchdog  # ``ticktock.replay.watchdog.Watchdog`` or None
+        self.host_bound = host_bound and watchdog is not None  # the watchdog bounds host code only (serving)
         self._stretches = 0  # the watchdog's countdowns started (each switch to a session, each device step)
         self.now = 0.0
         self.lanes: list[SessionLane] = []
@@ -440,9 +475,12 @@ class SharedDevice:
         passes on (``_yield``).
         """
         while True:
+            self._unwatch()
             self._wake_due()
             if lane.runnable:
                 lane.runnable = False
+                if self.host_bound:  # (disarmed above; a replay's countdown goes on from its last re-arm)
+                    self._watch_lane(lane)
                 return
             if any(other.runnable for other in self.lanes) or self._closed:
                 self._yield(lane)  # the scheduler resumes this lane once it is runnable
@@ -450,7 +488,7 @@ class SharedDevice:
             self._add_busy(lane, (time.perf_counter() - lane._resumed_at) * 1000.0)  # host time so far
             moved = self._step() or self._advance(stall_ok=True)
             lane._resumed_at = time.perf_counter()
-            self._watch(lane.where() or f"slot {lane.slot}")
+            self._watch_lane(lane)
             if not moved:
                 self._yield(lane)
                 return
@@ -753,8 +791,11 @@ class SharedDevice:
     def _execute(self, batch: list[Request]) -> None:
         """Run one device step; past the watchdog's limit, its sessions' requests end with the ``ChunkTimeout``
         (raised in each session's own greenlet by ``submit``)."""
-        doing = "; ".join(r.lane.where() or f"slot {r.lane.slot}" for r in batch)
-        self._watch(f"{doing}, in a device step ({batch[0].work.kind})")
+        if self.host_bound:
+            self._unwatch()  # (a device step is not host code)
+        else:
+            doing = "; ".join(r.lane.where() or f"slot {r.lane.slot}" for r in batch)
+            self._watch(f"{doing}, in a device step ({batch[0].work.kind})")
         try:
             self._run_step(batch)
         except ChunkTimeout as err:
@@ -766,10 +807,17 @@ class SharedDevice:
                 self._hand_back(request)
         except DeviceTimeError:
             raise
-        except Exception as err:  # the work itself raised: it fails the session whose work it was, not the device
+        except self._contained as err:  # the work itself raised: it fails the session whose work it was, not the device
             self._fail_step(batch, err)
 
-    def _fail_step(self, batch: list[Request], err: Exception) -> None:
+    @property
+    def _contained(self) -> type[BaseException]:
+        """What a session's work may raise that fails that session alone: any ``Exception``; on a served device
+        (``fail_alone``) any ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, ``GreenletExit`` from a plug-in:
+        nothing outside the device's own thread raises them there)."""
+        return BaseException if self.fail_alone else Exception
+
+    def _fail_step(self, batch: list[Request], err: BaseException) -> None:
         """A step whose work raised ``err``. Alone, its session gets the error (raised in its greenlet by ``submit``);
         batched, each request runs again alone, so the session whose work is at fault fails and the others get
         their results (a batched call that raised changed no session's state: it fails before any cache is
@@ -783,7 +831,7 @@ class SharedDevice:
                 self._run_step([request])
             except (ChunkTimeout, DeviceTimeError):
                 raise
-            except Exception as alone:
+            except self._contained as alone:
                 request.failed = alone
                 self._hand_back(request)
 
@@ -892,39 +940,74 @@ class SharedDevice:
         """A session's greenlet: the replay; its end returns control to the scheduler (the greenlet's parent)."""
         lane._resumed_at = time.perf_counter()
         try:
-            lane.result = target(lane)
-        except (DeviceClosed, GreenletExit):
+            try:
+                lane.result = target(lane)
+            finally:
+                self._unwatch()  # (a countdown that ran out raises here at the latest: caught below, as this session's)
+        except DeviceClosed:
             return
         except ChunkTimeout as err:  # this session alone ran past the watchdog's limit
             self.watchdog.disarm()
-            lane.error, lane.failure = err, self.watchdog.reason_of(err)
-        except BaseException as err:  # handed to the scheduler, which raises it from ``run``
-            lane.error = err
+            lane.failure = self.watchdog.reason_of(err)
+            lane.error = err if str(err) else ChunkTimeout(lane.failure)  # (one the monitor thread raised says nothing)
+        except GreenletExit as err:
+            if self._closed:  # the device is going away (or the greenlet is collected): nothing is left to tell
+                return
+            lane.error = self._aborted(lane, err)  # raised by the session's own code: it ends here, and says so
+        except BaseException as err:  # handed to ``run``: ``on_failed``, or raised from ``run``
+            lane.error = self._aborted(lane, err)
         lane.finished = True
         self._account_host(lane)
+
+    def _aborted(self, lane: SessionLane, err: BaseException) -> BaseException:
+        """The error ``lane`` ends with when its work raised ``err``: ``err`` itself, except on a served device
+        (``fail_alone``) for a ``BaseException`` that is not an ``Exception``, which would stop whoever catches it
+        (``SessionAborted``, naming the session)."""
+        if isinstance(err, Exception) or not self.fail_alone:
+            return err
+        session = getattr(lane.session, "session_id", None)
+        return SessionAborted.of(f"session {session}" if session is not None else f"slot {lane.slot}", err)
 
     def _yield(self, lane: SessionLane) -> None:
         """Pass control to the next session that may run (to the scheduler when none may) and return once this
         session may run again."""
         following = self._next_ready()
+        if following is None:
+            self._unwatch()
+        else:
+            self._watch_lane(following)  # (first: a countdown that ran out raises here, in this session)
         self.stats.switches += 1
         self._account_host(lane)
         if following is None:
             self._scheduler.switch()
         else:
             following.runnable = False
-            self._watch(following.where() or f"slot {following.slot}")
             following._greenlet.switch()
         if self._closed:
             raise DeviceClosed()
         lane._resumed_at = time.perf_counter()
-        self._watch(lane.where() or f"slot {lane.slot}")
+        self._watch_lane(lane)
 
-    def _watch(self, where: str) -> None:
+    def _watch(self, where) -> None:
         """Start the watchdog's countdown afresh for ``where`` (a session's stretch of work, or a device step)."""
         if self.watchdog is not None:
             self._stretches += 1
             self.watchdog.arm(("device", self._stretches), where)
+
+    def _watch_lane(self, lane: SessionLane) -> None:
+        """Start the countdown for ``lane``'s own code, which runs from now. With ``host_bound``, only once its replay
+        is under way (``SessionLane.watch_from_now``), naming the phase it is in when the countdown runs out."""
+        if not self.host_bound:
+            self._watch(lane.where() or f"slot {lane.slot}")
+        elif not lane.watched:
+            self._unwatch()
+        else:
+            self._watch(lambda: lane.where() or f"slot {lane.slot}")
+
+    def _unwatch(self) -> None:
+        """With ``host_bound``: no session's host code runs from now (a device step, a wait, the scheduler's work)."""
+        if self.host_bound:
+            self.watchdog.disarm()
 
     def _account_host(self, lane: SessionLane) -> None:
         if lane._resumed_at is not None:
@@ -940,5 +1023,5 @@ class SharedDevice:
         if self._closed:
             raise DeviceClosed()
         self.stats.switches += 1
-        self._watch(lane.where() or f"slot {lane.slot}")
+        self._watch_lane(lane)
         lane._greenlet.switch()

@@ -110,11 +110,13 @@ class Watchdog:
         self._stopping = False
         self._uses_signal = False
         self._previous = None
+        self._monitor_wakes_at = math.inf  # when the monitor thread's wait ends by itself (``_watch``)
 
     # ------------------------------------------------------------------------------ arming
 
-    def arm(self, key, where: str) -> None:
-        """The work of ``key`` (e.g. ``(session_id, chunk_index)``) runs now, described by ``where``."""
+    def arm(self, key, where) -> None:
+        """The work of ``key`` (e.g. ``(session_id, chunk_index)``) runs now, described by ``where``: a string, or a
+        function giving it when the watchdog fires (a served session's phase changes within one stretch)."""
         if self.limit_s is None:
             return
         with self._lock:
@@ -122,7 +124,8 @@ class Watchdog:
                 self._key, self._deadline = key, time.monotonic() + self.limit_s
                 if self._uses_signal:
                     signal.setitimer(signal.ITIMER_REAL, self.limit_s, REPEAT_S)
-                self._wake.notify()
+                if self._monitor_wakes_at > self._deadline:  # (else it wakes in time by itself: no thread hand-off)
+                    self._wake.notify()
             self._where = where
 
     def disarm(self) -> None:
@@ -136,8 +139,12 @@ class Watchdog:
 
     def reason(self) -> str:
         """The one-line reason of a timeout firing now."""
-        return f"{self._where or 'a chunk'} still running after {_seconds(self.limit_s)} of wall time " \
+        return f"{self.where() or 'a chunk'} still running after {_seconds(self.limit_s)} of wall time " \
                f"(watchdog.chunk_s={self.limit_s:g})"
+
+    def where(self) -> str | None:
+        """What the armed work is doing now (``arm``'s ``where``)."""
+        return self._where() if callable(self._where) else self._where
 
     def reason_of(self, err: BaseException) -> str:
         """The reason of a caught ``ChunkTimeout`` (one injected by the monitor thread carries none itself)."""
@@ -197,13 +204,20 @@ class Watchdog:
         """The monitor thread: inject ``ChunkTimeout`` into the watched thread when its chunk's time is up."""
         with self._lock:
             while not self._stopping:
-                if self._deadline is None:
-                    self._wake.wait()
+                if self._deadline is None:  # (a timed wait: it then wakes by itself before any deadline armed meanwhile)
+                    self._sleep(self.limit_s)
                     continue
                 left = self._deadline - time.monotonic()
                 if left > 0:
-                    self._wake.wait(left)
+                    self._sleep(left)
                     continue
                 self.fired = self.reason()
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), ctypes.py_object(ChunkTimeout))
-                self._wake.wait(REPEAT_S)
+                self._sleep(REPEAT_S)
+            self._monitor_wakes_at = math.inf
+
+    def _sleep(self, seconds: float) -> None:
+        """The monitor waits ``seconds`` unless woken; ``arm`` wakes it only when the new deadline comes before that
+        (arming and disarming at every switch of a served device must not wake another thread each time)."""
+        self._monitor_wakes_at = time.monotonic() + seconds
+        self._wake.wait(seconds)

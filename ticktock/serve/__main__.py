@@ -11,7 +11,9 @@ It takes the run's config groups and options (``configs/serve.yaml`` on top of `
 and the port is checked free, before the model is built, so a bad option or a port in use is one line with exit 2 and
 nothing is served. It prints the address of the WebSocket endpoint and serves until Ctrl-C or SIGTERM (handled even
 when the shell started it with SIGINT ignored, as ``&`` does), which closes every open session with
-``session.closed`` (``server_shutdown``) and exits 0 within a few seconds. ``--help`` prints this usage.
+``session.closed`` (``server_shutdown``) and exits 0 within a few seconds. A served device that stops on a fault of
+its own (never one session's: that session alone fails) ends the server too: one line, ``ticktock: error: the served
+device has stopped (...)``, exit 1. ``--help`` prints this usage.
 """
 
 from __future__ import annotations
@@ -170,12 +172,15 @@ SESSIONS_STOP_S = 1.5
 
 async def serve(server, what: str, started=None, handle_signals: bool = False) -> None:
     """Serve until cancelled, or, with ``handle_signals``, until SIGINT or SIGTERM (handlers installed on the loop
-    whatever the process inherited: a shell's ``&`` starts it with SIGINT ignored); print the endpoint's address once
+    whatever the process inherited: a shell's ``&`` starts it with SIGINT ignored), or until the served device stops
+    on a fault (then ``DeviceStopped`` is raised once the server has closed); print the endpoint's address once
     listening (``started``: called with the port, for a caller that serves in a thread). On the way out every open
     session is closed with ``session.closed`` (``server_shutdown``)."""
     import asyncio
 
     from aiohttp import web
+
+    from ticktock.serve.live import DeviceStopped
 
     runner = web.AppRunner(server.app(), handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
@@ -192,16 +197,29 @@ async def serve(server, what: str, started=None, handle_signals: bool = False) -
     if started is not None:
         started(port)
     stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
     if handle_signals:
-        loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+    server.model.device.on_fault(lambda error: wake(loop, stop))
     try:
         await stop.wait()
     finally:
         await runner.cleanup()  # closes every open session with session.closed
         await asyncio.get_running_loop().run_in_executor(None, server.stop_sessions, SESSIONS_STOP_S)
-        print(f"ticktock serve: stopped; the device {device_words(server.model.device.shared.stats)}", flush=True)
+        fault = server.model.device.error
+        if fault is None:
+            print(f"ticktock serve: stopped; the device {device_words(server.model.device.shared.stats)}", flush=True)
+    if fault is not None:
+        raise DeviceStopped.of(fault)
+
+
+def wake(loop, stop) -> None:
+    """Set the asyncio event ``stop`` of ``loop`` from any thread (nothing when the loop has closed)."""
+    try:
+        loop.call_soon_threadsafe(stop.set)
+    except RuntimeError:
+        pass
 
 
 def device_words(stats) -> str:

@@ -49,12 +49,49 @@ from typing import Callable
 
 import numpy as np
 
+from ticktock.errors import TickTockError
 from ticktock.replay.audio_source import AudioEnded
 from ticktock.replay.device import DeviceClosed, SessionLane, SharedDevice
 from ticktock.replay.realtime import RealTime
+from ticktock.replay.watchdog import Watchdog
 from ticktock.sessions.audio import SAMPLE_RATE
 
 MAX_AHEAD_S = 30.0  # audio a client may send beyond what the engine has taken (faster than real time)
+HOST_CODE_BOUND_S = 1.0  # serve.host_code_bound_s' default: one unit; host code holding the device longer makes
+#                          every other session miss its deadline
+
+
+class DeviceStopped(TickTockError):
+    """The served device stopped on a fault of its own (not of one session's work, which fails that session alone):
+    every session ended with it, ``/health`` fails and the server exits (one line, exit 1).
+
+    >>> str(DeviceStopped.of(RuntimeError("shared device stalled at 12.0 ms")))
+    'the served device has stopped (RuntimeError: shared device stalled at 12.0 ms): every session ended with it; restart the server'
+    """
+
+    @classmethod
+    def of(cls, err: BaseException) -> "DeviceStopped":
+        said = " ".join(str(err).split())[:300]
+        return cls(f"the served device has stopped ({type(err).__name__}{f': {said}' if said else ''}): every session "
+                   "ended with it; restart the server")
+
+
+class HostCodeBound(Watchdog):
+    """The served device's watchdog (``serve.host_code_bound_s``): a session whose own host code (its decoder's, its
+    talker's, between two device steps or waits) holds the device thread past ``limit_s`` fails alone, with one line
+    naming it, where it was and the bound; the other sessions keep their deadlines. Device steps are not bounded
+    (a slow model is not a fault), nor is building a session's engine. A hang inside one C call (``time.sleep``, a
+    native library) is stopped only when that call returns: the device waits for it, once.
+
+    >>> bound = HostCodeBound(0.5)
+    >>> bound.arm(("device", 1), lambda: "session s1: chunk 2 (idle window)")
+    >>> bound.reason()
+    'session s1: chunk 2 (idle window): its host code held the served device for more than 0.5 s (serve.host_code_bound_s=0.5); the session fails, the others go on'
+    """
+
+    def reason(self) -> str:
+        return (f"{self.where() or 'a session'}: its host code held the served device for more than {self.limit_s:g} s "
+                f"(serve.host_code_bound_s={self.limit_s:g}); the session fails, the others go on")
 
 
 class LiveAudioFull(Exception):
@@ -239,15 +276,24 @@ class ServedDevice:
     ended.
 
     ``clock`` measures the steps (the wall clock, device-synchronised); ``draft_policy``, ``batching``, ``max_batch``
-    and ``batch_encodings`` are the run's (``draft_policy``, ``concurrency.*``).
+    and ``batch_encodings`` are the run's (``draft_policy``, ``concurrency.*``); ``host_code_bound_s`` bounds each
+    stretch of one session's host code (``HostCodeBound``; None: unbounded).
+
+    Nothing a session's work raises stops the device (``SharedDevice``'s ``fail_alone``): it ends that session. A
+    fault of the scheduler itself stops it: every open session ends with it, ``error`` holds it, later sessions are
+    refused, and each ``on_fault`` callback is called once (the server then exits: ``DeviceStopped``).
     """
 
     def __init__(self, clock, draft_policy, batching: bool = False, max_batch: int | None = None,
-                 batch_encodings: bool = False):
+                 batch_encodings: bool = False, host_code_bound_s: float | None = HOST_CODE_BOUND_S):
         self.realtime = RealTime()
+        self.watchdog = HostCodeBound(host_code_bound_s)
         self.shared = SharedDevice(clock, draft_policy, batching=batching, max_batch=max_batch,
-                                   batch_encodings=batch_encodings, realtime=self.realtime, fail_alone=True)
+                                   batch_encodings=batch_encodings, realtime=self.realtime, fail_alone=True,
+                                   watchdog=self.watchdog, host_bound=True)
         self.error: BaseException | None = None
+        self._faulted: list[Callable[[BaseException], None]] = []
+        self._lock = threading.Lock()
         self._slots = itertools.count()
         self._open: set = set()  # lanes admitted whose on_end has not been called
         self._thread = threading.Thread(target=self._serve, name="ticktock-device", daemon=True)
@@ -275,13 +321,32 @@ class ServedDevice:
         self.realtime.stop()
         self._thread.join(timeout_s)
 
+    def on_fault(self, callback: Callable[[BaseException], None]) -> None:
+        """Call ``callback(error)`` once if the device stops on a fault of its own (from the device's thread; at once
+        when it already has)."""
+        with self._lock:
+            if self.error is None:
+                self._faulted.append(callback)
+                return
+        callback(self.error)
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the device serves: no fault stopped it, and its thread runs (or was asked to stop)."""
+        return self.error is None and (self._thread.is_alive() or self.realtime.stopping)
+
     def _serve(self) -> None:
+        faulted: list = []
         try:
-            self.shared.run(on_finished=self._ended, on_failed=self._ended)
+            with self.watchdog.running():
+                self.shared.run(on_finished=self._ended, on_failed=self._ended)
         except BaseException as err:  # a fault of the scheduler itself: every open session ends with it
-            self.error = err
+            with self._lock:
+                self.error, faulted = err, self._faulted
         for lane in list(self._open):  # (closed with the device: DeviceClosed ended them)
             self._ended(lane, self.error or DeviceClosed("the served device stopped"))
+        for callback in faulted:
+            callback(self.error)
 
     def _ended(self, lane: LiveLane, error: BaseException | None = None) -> None:
         if lane in self._open:

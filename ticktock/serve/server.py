@@ -55,7 +55,7 @@ from aiohttp import WSMsgType, web
 import ticktock.wire as wire
 from ticktock.errors import ConfigError
 from ticktock.replay.audio_source import AudioEnded
-from ticktock.serve.live import LiveAudio, LiveAudioFull
+from ticktock.serve.live import HOST_CODE_BOUND_S, LiveAudio, LiveAudioFull
 from ticktock.serve.session import ServedModel, ServedSession, ServedUnit
 
 #: The page's files (``ticktock/serve/static/``) served at ``/static/{name}``, by name -> content type; nothing else.
@@ -71,6 +71,7 @@ SHUTDOWN_S = 2.0  # how long a shutdown waits for every open session's session.c
 JOIN_S = 10.0  # how long a connection's end waits for its session to end (a hung-up turn session: its last units)
 ORIGIN = re.compile(r"https?://[^/\s?#@]+")  # what ``serve.allowed_origins`` holds: scheme://host[:port], nothing more
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+FAILURE_CHARS = 400  # an engine_error's words on a session's failure (the server's own, not a client's: longer)
 
 
 class ServeOptionError(ConfigError):
@@ -82,8 +83,9 @@ class ServeOptions:
     """``serve.*``: where to listen, how many sessions at once, the bearer token's environment variable (None: no
     token), how far a client may send ahead of real time, how long a tool call waits for the client's output, how
     long a new connection may take to say ``session.update`` (vLLM-Omni's default, 10 s), how long a session may be
-    idle (vLLM-Omni's default, 300 s), how often the server pings (20 s, as uvicorn and websockets do), and how many
-    bytes of events may wait for one client before it is closed for not reading."""
+    idle (vLLM-Omni's default, 300 s), how often the server pings (20 s, as uvicorn and websockets do), how many
+    bytes of events may wait for one client before it is closed for not reading, and how long one session's host code
+    may hold the served device (``HostCodeBound``; None: unbounded)."""
 
     host: str = "127.0.0.1"
     port: int = 8099
@@ -96,6 +98,7 @@ class ServeOptions:
     ping_interval_s: float = 20.0
     max_queue_bytes: int = QUEUE_BYTES
     allowed_origins: tuple[str, ...] = ()
+    host_code_bound_s: float | None = HOST_CODE_BOUND_S
 
     @classmethod
     def parse(cls, values) -> "ServeOptions":
@@ -123,6 +126,8 @@ class ServeOptions:
         seconds(options.idle_timeout_s, "serve.idle_timeout_s", 0.1, 86400.0)
         seconds(options.ping_interval_s, "serve.ping_interval_s", 0.1, 3600.0)
         whole(options.max_queue_bytes, "serve.max_queue_bytes", 64 * 1024, 1024**3)
+        if options.host_code_bound_s is not None:
+            seconds(options.host_code_bound_s, "serve.host_code_bound_s", 0.05, 3600.0)
         if not isinstance(options.host, str) or not options.host.strip():
             raise ServeOptionError(f"serve.host: must be an address to listen on, got {options.host!r}")
         if options.token_env is not None and not (isinstance(options.token_env, str) and options.token_env.strip()):
@@ -399,8 +404,7 @@ class Connection:
         reason = "ended"
         if error is not None:
             reason = "engine_error"
-            events.append(wire.ErrorEvent("engine_error", "the session failed: " + wire.clipped(
-                f"{type(error).__name__}: {' '.join(str(error).split())}")))
+            events.append(wire.ErrorEvent("engine_error", "the session failed: " + failure_line(error)))
         self.finish_soon(*events, wire.SessionClosed(self.session_id, reason))
 
     def unit_events(self, unit: ServedUnit) -> list[wire.WireEvent]:
@@ -436,6 +440,21 @@ class Connection:
             return []
         self.response_id, self.item_id = f"resp_{uuid.uuid4().hex[:16]}", f"item_{uuid.uuid4().hex[:16]}"
         return [wire.ResponseCreated(self.response_id, wire.response_modalities(self.settings.modalities))]
+
+
+def failure_line(error: BaseException) -> str:
+    """What an ``engine_error`` says of a session's failure: the error's type and message on one line, control
+    characters escaped, at most ``FAILURE_CHARS`` (``...`` after a cut): long enough for the host-code bound's line,
+    which names the session, where it was and the bound.
+
+    >>> failure_line(RuntimeError("a broken\\nforward\\x1b[31m"))
+    'RuntimeError: a broken forward\\\\x1b[31m'
+    >>> len(failure_line(RuntimeError("x" * 10_000)))
+    403
+    """
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    return text if len(text) <= FAILURE_CHARS else f"{text[:FAILURE_CHARS]}..."
 
 
 def session_tool(tool) -> dict:
@@ -522,8 +541,11 @@ class Server:
         return static_file(request.match_info["name"])
 
     async def health(self, request: web.Request) -> web.Response:
-        """``{"status": "ok"}`` while the server serves; open without a token, so it says nothing about sessions,
-        the model or the decoder."""
+        """``{"status": "ok"}`` while the server serves; 503 with ``{"status": "error", "error": "the served device has
+        stopped"}`` once its device has stopped on a fault (the server then exits). Open without a token, so it says
+        nothing about sessions, the model or the decoder."""
+        if not self.model.device.healthy:
+            return web.json_response({"status": "error", "error": "the served device has stopped"}, status=503)
         return web.json_response({"status": "ok"})
 
     # ---------------------------------------------------------------------------------------- a session

@@ -38,7 +38,7 @@ from typing import Callable
 
 from ticktock.replay.audio_source import AudioEnded
 from ticktock.replay.engine import ChunkTrace, ReplayEngine
-from ticktock.serve.live import LiveAudio, ServedDevice
+from ticktock.serve.live import HOST_CODE_BOUND_S, LiveAudio, ServedDevice
 from ticktock.sessions.manifest import Session
 
 MAX_SESSION_S = 3600.0  # the longest a served session may last (its units are numbered up to here)
@@ -72,7 +72,8 @@ class ServedUnit:
 
 class ServedModel:
     """What the sessions of one server share: the model, the served device (its scheduler: ``draft_policy`` and
-    ``concurrency.batching``, ``concurrency.max_batch``, ``concurrency.batch_encodings`` of the config), the config
+    ``concurrency.batching``, ``concurrency.max_batch``, ``concurrency.batch_encodings`` of the config; its bound on a
+    session's host code, ``serve.host_code_bound_s``), the config
     that builds decoders and talkers. Built once, before the server listens (so a bad config fails before anything is
     served); ``close`` stops the device."""
 
@@ -90,7 +91,9 @@ class ServedModel:
         self.clock = WallClock(self.adapter.synchronize)
         self.device = ServedDevice(self.clock, policy, batching=self.concurrency.batching,
                                    max_batch=self.concurrency.max_batch,
-                                   batch_encodings=self.concurrency.batch_encodings)
+                                   batch_encodings=self.concurrency.batch_encodings,
+                                   host_code_bound_s=(cfg.get("serve") or {}).get("host_code_bound_s",
+                                                                                  HOST_CODE_BOUND_S))
         self.sampling = Sampling(seed=cfg.seed, **cfg.sampling)
         self._build = build
 
@@ -295,6 +298,7 @@ class ServedSession:
         """The session's replay, in its greenlet on the served device (an error ends it alone: ``on_end(error)``)."""
         engine = self.model.engine(lane, self.tools)
         lane.session = self.session
+        lane.watch_from_now()  # its own code is bounded from here (serve.host_code_bound_s); building it was not
 
         def observe(chunk) -> None:  # what the draft policy may read of the unit
             lane.observe_chunk(chunk.kind, chunk.output, self.audio.last_chunk)
