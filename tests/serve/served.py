@@ -74,3 +74,26 @@ def stream_in_step(streams: list, seconds: float, piece_ms: int = PIECE_MS,
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
     return sender
+
+
+def serve_together(model, sessions, units: int) -> list:
+    """Serve ``sessions`` at once on ``model`` (a ``ServedModel``), streamed in step in real time for ``units``
+    seconds; each one's (units, every error its ``on_end`` was called with: ``[None]`` for a session that ended well,
+    ``[]`` for one still running)."""
+    from ticktock.serve.session import ServedSession
+    from ticktock.sessions.audio import load_audio
+
+    ended, served = {}, []
+    for session in sessions:
+        one = ServedSession(model, session.session_id, on_unit=lambda unit: None, on_call=lambda *call: None,
+                            on_end=lambda error, sid=session.session_id: ended.setdefault(sid, []).append(error),
+                            system_prompt=session.system_prompt, tools=session.tools)
+        one.start()
+        served.append(one)
+    streams = [(one.audio, load_audio(session.audio_path)) for one, session in zip(served, sessions)]
+    # One sender: every client's units complete together, so their work waits for the device together.
+    sender = stream_in_step(streams, units, began=time.monotonic() + 0.05)
+    sender.join(timeout=60)
+    for one in served:
+        one.join(timeout_s=60)
+    return [(one.units, ended.get(session.session_id, [])) for one, session in zip(served, sessions)]

@@ -27,6 +27,7 @@ from ticktock.world.mock_tools import MockToolExecutor
 
 from helpers import NoBarrier, outputs
 from helpers import replay as replay_alone
+import served
 from served import stream_in_step
 
 COST_MS = 60.0  # every scripted forward
@@ -149,23 +150,10 @@ def served_model(decoder: str, *overrides: str):
 
 
 def serve_together(model, sessions, units: int = UNITS) -> list:
-    """Serve ``sessions`` at once, streamed in step in real time for ``units`` seconds; each one's (units, error)."""
-    from ticktock.serve.session import ServedSession
-
-    ended, served = {}, []
-    for session in sessions:
-        one = ServedSession(model, session.session_id, on_unit=lambda unit: None, on_call=lambda *call: None,
-                            on_end=lambda error, sid=session.session_id: ended.setdefault(sid, error),
-                            system_prompt=session.system_prompt, tools=session.tools)
-        one.start()
-        served.append(one)
-    streams = [(one.audio, load_audio(session.audio_path)) for one, session in zip(served, sessions)]
-    # One sender: every client's units complete together, so their work waits for the device together.
-    sender = stream_in_step(streams, units, began=time.monotonic() + 0.05)
-    sender.join(timeout=60)
-    for one in served:
-        one.join(timeout_s=60)
-    return [(one.units, ended.get(session.session_id, "running")) for one, session in zip(served, sessions)]
+    """Serve ``sessions`` at once, streamed in step in real time for ``units`` seconds; each one's (units, error:
+    the first its ``on_end`` was called with, ``"running"`` while it has not ended)."""
+    return [(done, errors[0] if errors else "running") for done, errors in served.serve_together(model, sessions,
+                                                                                                  units)]
 
 
 def alone(model, session, decoder: str, units: int = UNITS) -> list:

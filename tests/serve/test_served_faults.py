@@ -34,13 +34,13 @@ from ticktock.replay.injection import ToolCallInjector
 from ticktock.replay.resources import resource_path
 from ticktock.replay.watchdog import ChunkTimeout
 from ticktock.serve.server import failure_line
-from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
 
 from helpers import outputs
 from helpers import replay as replay_alone
-from served import serving, stream_in_step
+import served
+from served import serving
 
 UNITS = 6
 ABORTS = [SystemExit, KeyboardInterrupt, GreenletExit]
@@ -60,23 +60,9 @@ def served_model(*overrides: str):
 
 
 def serve_together(model, sessions, units: int = UNITS) -> list:
-    """Serve ``sessions`` at once, streamed in step in real time for ``units`` seconds; each one's (units, every error
-    its ``on_end`` was called with)."""
-    from ticktock.serve.session import ServedSession
-
-    ended, served = {}, []
-    for session in sessions:
-        one = ServedSession(model, session.session_id, on_unit=lambda unit: None, on_call=lambda *call: None,
-                            on_end=lambda error, sid=session.session_id: ended.setdefault(sid, []).append(error),
-                            system_prompt=session.system_prompt, tools=session.tools)
-        one.start()
-        served.append(one)
-    streams = [(one.audio, load_audio(session.audio_path)) for one, session in zip(served, sessions)]
-    sender = stream_in_step(streams, units, began=time.monotonic() + 0.05)
-    sender.join(timeout=60)
-    for one in served:
-        one.join(timeout_s=60)
-    return [(one.units, ended.get(session.session_id, [])) for one, session in zip(served, sessions)]
+    """Serve ``sessions`` at once (``served.serve_together``); each one's (units, every error its ``on_end`` was
+    called with)."""
+    return served.serve_together(model, sessions, units)
 
 
 def alone(model, session, units: int = UNITS) -> list:
