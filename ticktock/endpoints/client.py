@@ -52,7 +52,7 @@ from ticktock.sessions.audio import SAMPLE_RATE
 from ticktock.wire import (AudioDelta, ErrorEvent, FunctionCallArgumentsDelta, FunctionCallArgumentsDone, Other,
                            ProtocolError, ResponseCreated, ResponseDone, ResponseListen, ResponseSpeak, ServerEvent,
                            SessionClosed, SessionCreated, SessionExpired, TextDelta, TranscriptDelta, UnitDecision,
-                           parse_server_event, read_json_object)
+                           echoed, parse_server_event, read_json_object)
 
 UNIT_MS = 1000
 #: The server events that end a session: ``session.closed``, and vLLM-Omni's ``session.expired`` (idle past its
@@ -71,9 +71,7 @@ def server_words(value: object) -> str:
     >>> server_words("\\x1b[31mno\\ngo\\x07"), len(server_words("A" * 3_000_000))
     ('\\\\x1b[31mno\\\\ngo\\\\x07', 203)
     """
-    text = str(value)[: WORDS_CHARS + 1]
-    escaped = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
-    return escaped if len(escaped) <= WORDS_CHARS else escaped[:WORDS_CHARS] + "..."
+    return echoed(value, WORDS_CHARS)
 
 
 def output_size(event: ServerEvent) -> tuple[int, float]:
@@ -342,7 +340,7 @@ class LiveSession:
             return False
         if event.buffering:
             what = "buffering"
-        elif self.next_unit >= sum(1 for frame in self.record.frames if frame.completes_unit is not None):
+        elif self.next_unit >= self.units_sent:
             what = f"before its unit's audio ({event.reason or 'no reason given'})"
         else:
             return False
@@ -536,8 +534,7 @@ class LiveSession:
         if unit > self.next_unit:
             raise SessionFault(f"response.{what} for unit {unit} before unit {self.next_unit}'s decision (out of "
                                "order)")
-        sent = sum(1 for frame in self.record.frames if frame.completes_unit is not None)
-        if unit >= sent:
+        if unit >= self.units_sent:
             raise SessionFault(f"response.{what} for unit {unit}, whose audio was not all sent yet")
         self.next_unit = unit + 1
 

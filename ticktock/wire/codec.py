@@ -143,24 +143,26 @@ def json_kind(value: object) -> str:
     return _JSON_KINDS.get(type(value), type(value).__name__)
 
 
-def clipped(value: object) -> str:
-    """A client-supplied value as an error may repeat it: its first ``ECHO_CHARS`` characters, ``...`` after a cut.
+def clipped(value: object, chars: int = ECHO_CHARS) -> str:
+    """A client-supplied value as an error may repeat it: its first ``chars`` characters (``ECHO_CHARS``), ``...``
+    after a cut.
 
     >>> clipped("evt_1"), len(clipped("x" * 10_000))
     ('evt_1', 67)
     """
     text = str(value)
-    return text if len(text) <= ECHO_CHARS else f"{text[:ECHO_CHARS]}..."
+    return text if len(text) <= chars else f"{text[:chars]}..."
 
 
-def echoed(value: object) -> str:
-    """A client-supplied value as one line of an error message: control characters escaped, then ``clipped``.
+def echoed(value: object, chars: int = ECHO_CHARS) -> str:
+    """A value from the other side as one line of a message: control characters escaped, then ``clipped`` to
+    ``chars``. Only the characters that can be shown are escaped (a 3 MB value costs no more than a short one).
 
-    >>> echoed("audio\\n/pcm"), len(echoed("\\t" * 100))
-    ('audio\\\\n/pcm', 67)
+    >>> echoed("audio\\n/pcm"), len(echoed("\\t" * 100)), len(echoed("A" * 3_000_000, 200))
+    ('audio\\\\n/pcm', 67, 203)
     """
-    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(value))
-    return clipped(text)
+    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(value)[: chars + 1])
+    return clipped(text, chars)
 
 
 def _short(value: object) -> str:
