@@ -29,7 +29,7 @@ from ticktock.decoders.ar import ARDecoder
 from ticktock.embedded.model import load_embedded_adapter
 from ticktock.replay.engine import ReplayEngine
 from ticktock.sessions.manifest import Session, load_manifest
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 TASKS = ["llama_questions", "web_questions", "trivia_qa", "alpaca_eval", "big_bench_audio"]
 

@@ -77,7 +77,7 @@ def parse_args(argv):
 
 
 def sessions(count: int):
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
     from ticktock.sessions.manifest import load_manifest
 
     by_id = {s.session_id: s for s in load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))}
@@ -88,7 +88,7 @@ def in_process(model, session, samples, units: int) -> dict[int, tuple[float, st
     """Each unit's post-audio latency on the wall clock and its kind, replayed in this process."""
     from ticktock.clocks.wall import WallClock
     from ticktock.replay.engine import ReplayEngine
-    from ticktock.replay.injection import ToolCallInjector
+    from ticktock.world.injection import ToolCallInjector
     from ticktock.world.mock_tools import MockToolExecutor
 
     engine = ReplayEngine(model.adapter, model.decoder(), WallClock(model.adapter.synchronize),

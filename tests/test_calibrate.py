@@ -97,7 +97,7 @@ def test_calibrate_a_random_initialised_model_of_a_checkpoint_config(tmp_path):
 
 
 def test_a_talker_is_measured_into_an_existing_profile_leaving_the_rest_as_it_was(tmp_path):
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     shipped = CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml"))
     target = tmp_path / "target.yaml"

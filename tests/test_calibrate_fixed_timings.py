@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from ticktock.calibrate import (Measured, Measuring, batch_factors, batch_line, calibrate, encode_batch_factors,
                                 encode_batch_line, measured_profile)
 from ticktock.clocks.modeled import MAX_BATCH_FACTOR, CostProfile
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 STEP_MS = 5.0
 

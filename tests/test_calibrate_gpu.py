@@ -14,7 +14,7 @@ import torch
 
 from ticktock.calibrate import GPU_PRESET, gpu_overrides, model_config_keys, next_run_command, profile_name
 from ticktock.clocks.modeled import CostProfile, ProfileError
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GPU = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no GPU for these processes, on any machine

@@ -4,7 +4,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver
+from ticktock.shipped import resource_path
 from ticktock.replay.config import build
 
 CONFIGS = resource_path("configs")

@@ -6,7 +6,7 @@ import soundfile
 import torch
 
 from ticktock.adapters.fixture import build_fixture_adapter
-from ticktock.replay.context import ContextFull, EvictOldUnits, StopAtLimit
+from ticktock.adapters.context import ContextFull, EvictOldUnits, StopAtLimit
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.speclisten import SpeculativeListeningDecoder
 from ticktock.sessions.manifest import Session, Turn

@@ -432,7 +432,8 @@ def compose_every_job(checkout: Checkout, command: Command) -> int:
     from hydra.core.utils import setup_globals
     from omegaconf import OmegaConf
 
-    from ticktock.replay.resources import register_resolver, resource_path
+    from ticktock.replay.resources import register_resolver
+    from ticktock.shipped import resource_path
 
     words = shell_words(checkout, command.text)
     assert words[:2] == ["python", "-m"], command.text

@@ -4,7 +4,7 @@ import pytest
 
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.speclisten import SpeculativeListeningDecoder
-from ticktock.replay.injection import ToolCallInjector, parse_tool_call
+from ticktock.world.injection import ToolCallInjector, parse_tool_call
 from ticktock.sessions.manifest import load_manifest
 
 from helpers import ConstantToolExecutor, outputs, replay

@@ -166,7 +166,7 @@ def test_the_wall_times_are_the_charged_time_per_chunk_over_the_benchmarks_chunk
     """Each decoder's hours are its charged milliseconds per chunk times 15,883 chunks, and no decoder is charged
     less per chunk than the shipped profile's audio encoding plus one forward."""
     from ticktock.clocks.modeled import CostProfile
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     profile = CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml"))
     floor = profile.encode_ms + min(min(row) for row in profile.forward_table)

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import write_sessions
 from ticktock.errors import EXIT_CONFIG, ConfigError
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.replay.config import compose_run
 from ticktock.replay.sweeps import expand_home
 from ticktock.run import check_composition, check_home

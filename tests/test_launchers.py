@@ -162,7 +162,8 @@ def test_the_slurm_config_is_a_valid_submitit_job_array_for_one_gpu_per_task(tmp
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from ticktock.replay.resources import register_resolver, resource_path
+    from ticktock.replay.resources import register_resolver
+    from ticktock.shipped import resource_path
 
     register_resolver()
     with initialize_config_dir(config_dir=str(resource_path("configs")), version_base=None):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ticktock.errors import InputDataError
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.results.names import MAX_NAME_LENGTH, checked_name, is_name, name_problem, named_path
 from ticktock.sessions.manifest import ManifestError, load_manifest
 

@@ -100,7 +100,7 @@ def site(tmp_path) -> Path:
 def test_a_plugin_decoder_selected_by_name_runs_with_its_settings(site, monkeypatch, fixture_adapter):
     from helpers import outputs, replay
     from ticktock.decoders.ar import ARDecoder
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
     from ticktock.replay.config import build, compose_run
     from ticktock.sessions.manifest import load_manifest
 

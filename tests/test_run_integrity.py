@@ -187,7 +187,7 @@ def test_a_cost_profile_edited_between_a_kill_and_a_resume_replays_the_sessions_
     """Today: session 0 kept at the old profile's costs, the others at the new one's, in one run, without a word."""
     import yaml
 
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     profile = tmp_path / "profile.yaml"
     shutil.copy(resource_path("configs/profiles/a100-8b-derived.yaml"), profile)

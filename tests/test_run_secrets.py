@@ -66,7 +66,7 @@ def test_an_unquoted_url_query_is_one_line_naming_model_url_and_how_to_quote_it(
 def test_the_quoted_form_the_message_gives_composes_to_the_url():
     from hydra import compose, initialize_config_dir
 
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     quoted = QUOTE_HINT.split(", \"", 1)[1].split("\" (", 1)[0]  # what the user types inside the shell's quotes
     check_composition(["model=endpoint", quoted])

@@ -6,8 +6,8 @@ from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.clocks.wall import WallClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.replay.engine import ReplayEngine
-from ticktock.replay.injection import ToolCallInjector
-from ticktock.replay.resources import resource_path
+from ticktock.world.injection import ToolCallInjector
+from ticktock.shipped import resource_path
 from ticktock.replay.config import build, compose_run
 from ticktock.replay.speech_out import SpeechOut, samples_sha256
 from ticktock.sessions.audio import load_audio

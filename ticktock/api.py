@@ -59,7 +59,7 @@ from ticktock.decoders.trees import DraftTree, Verification, trim_draft
 from ticktock.endpoints.protocol import EndpointProtocol
 from ticktock.errors import ConfigError, InputDataError
 from ticktock.judges.base import Judge, JudgeError, Reply, Verdict
-from ticktock.replay.injection import ToolExecutor
+from ticktock.world.injection import ToolExecutor
 from ticktock.sessions.manifest import ChunkSpan, ManifestError, Session, Turn, Word, load_manifest, write_manifest
 from ticktock.sessions.tasks import ManifestTask
 from ticktock.clocks.talker_cost import TalkerCost

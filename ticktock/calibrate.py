@@ -68,7 +68,8 @@ from omegaconf import DictConfig, OmegaConf
 from ticktock.adapters.base import AdapterState
 from ticktock.clocks.modeled import MAX_BATCH_FACTOR, CostProfile
 from ticktock.errors import ConfigError, RunFolderError, shown
-from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver
+from ticktock.shipped import resource_path
 from ticktock.replay.config import build, check_device, device_settings
 from ticktock.replay.machine import environment
 from ticktock.results.atomic import atomic_write

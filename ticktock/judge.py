@@ -36,7 +36,8 @@ from ticktock.errors import one_line, user_errors
 from ticktock.judges.base import Judge, JudgeError, Reply, Verdict
 from ticktock.judges.replies import run_replies
 from ticktock.judges.store import check_judge_name, judgement_path, read_judgements, verdict_rows, write_judgements
-from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver
+from ticktock.shipped import resource_path
 
 INTERRUPTED = "the verdicts stored so far are kept in each run's judgements/ folder; the same command resumes"
 

@@ -65,7 +65,7 @@ from pathlib import Path
 
 from ticktock.api import API_VERSION, ENTRY_POINT_GROUPS, Decoder, EndpointProtocol, Judge, ModelAdapter, Talker
 from ticktock.errors import ConfigError, one_line
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 GROUPS = ENTRY_POINT_GROUPS
 DISABLE_VARIABLE = "TICKTOCK_DISABLE_PLUGINS"

@@ -20,7 +20,8 @@ import hydra
 from omegaconf import DictConfig
 
 from ticktock.errors import user_errors
-from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver
+from ticktock.shipped import resource_path
 from ticktock.replay.run_folder import interrupted_note
 from ticktock.replay.runner import run
 

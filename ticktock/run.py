@@ -37,7 +37,8 @@ from ticktock.endpoints.endpoint import redacted, url_secrets
 from ticktock.endpoints.run import is_endpoint, run_live
 from ticktock.errors import user_errors
 from ticktock.plugins import register_selected
-from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver
+from ticktock.shipped import resource_path
 from ticktock.replay.run_folder import interrupted_note
 from ticktock.replay.runner import run
 

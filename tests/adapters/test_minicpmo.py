@@ -15,10 +15,10 @@ from ticktock.miniatures.minicpmo import write_miniature
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.errors import TickTockError
-from ticktock.replay.injection import ToolCallInjector
+from ticktock.world.injection import ToolCallInjector
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.replay.config import build, check_run_options, compose_run
 
 from helpers import outputs

@@ -225,7 +225,7 @@ DECODERS = ("pld", "recycling", "lookahead", "speclisten_silence", "speclisten_r
 @pytest.fixture(scope="module")
 def sessions():
     from ticktock.sessions.manifest import load_manifest
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     manifest = resource_path("manifests/ticktock-mini/manifest.jsonl")
     return [load_manifest(manifest, tasks=[task])[0] for task in ("fdb_v3", "alpaca_eval")]
@@ -236,9 +236,9 @@ GREEDY_CHUNKS, SAMPLED_CHUNKS = 4, 4  # per session: the whole file stays under 
 
 def replay(adapter, session, decoder, max_chunks, **sampling):
     from ticktock.clocks.modeled import CostProfile, ModeledClock
-    from ticktock.replay.injection import ToolCallInjector
+    from ticktock.world.injection import ToolCallInjector
     from ticktock.world.mock_tools import MockToolExecutor
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     clock = ModeledClock(CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml")))
     return outputs(replay_session(adapter, session, decoder, clock=clock, injector=ToolCallInjector(MockToolExecutor()),

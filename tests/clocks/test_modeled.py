@@ -5,7 +5,7 @@ import pytest
 from ticktock.clocks.base import ENCODE, FORWARD, DeviceWork
 from ticktock.clocks.modeled import CostProfile, ModeledClock, ProfileError
 from ticktock.errors import ConfigError, shown
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 
 def test_bilinear_interpolation_and_extrapolation():

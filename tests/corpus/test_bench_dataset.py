@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ticktock.corpus.bench.__main__ import main as bench
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.sessions.manifest import load_manifest
 
 MINI = resource_path("manifests/ticktock-mini")

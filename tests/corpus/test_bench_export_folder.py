@@ -11,7 +11,7 @@ import pytest
 
 from ticktock.corpus.bench.__main__ import main as bench
 from ticktock.corpus.output_folder import OutputFolderError
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 MINI = resource_path("manifests/ticktock-mini")
 

@@ -13,7 +13,8 @@ import test_convert_openaudiobench as oab
 import test_convert_voicebench_alpacaeval as voicebench
 from ticktock.corpus.convert import convert
 from ticktock.sessions.manifest import TASK_TYPES
-from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver
+from ticktock.shipped import resource_path
 
 
 def test_ticktock_bench_reads_all_eight_task_types(tmp_path, monkeypatch):

@@ -44,7 +44,7 @@ def test_the_writer_refuses_an_id_that_is_not_a_name_in_one_line(tmp_path, sessi
 
 def test_augmenting_a_manifest_whose_id_is_a_path_is_one_line_before_anything_is_written(tmp_path):
     from ticktock.corpus.augment import AugmentError, augment_corpus
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     mini = resource_path("manifests/ticktock-mini")
     line = json.loads((mini / "manifest.jsonl").read_text(encoding="utf-8").splitlines()[0])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ticktock.corpus.tasks.tool_requests import SCENARIOS
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import _FUNCTIONS, TOOL_SCHEMAS, MockToolExecutor, execute, respond_text
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 # Responses computed before the mock tools were broadened to the official call shapes: every distinct call
 # of the shipped mini corpus (expected calls and scripted calls), and every call the embedded model made while

@@ -13,7 +13,7 @@ from ticktock.decoders.counters import ChunkCounters
 from ticktock.decoders.trees import DraftTree, Verification
 from ticktock.decoders.lookahead import JacobiWindow, LookaheadDecoder, NgramPool
 from ticktock.decoders.selection import Sampling
-from ticktock.replay.injection import ToolCallInjector
+from ticktock.world.injection import ToolCallInjector
 from ticktock.sessions.manifest import load_manifest
 
 from helpers import ConstantToolExecutor, outputs
@@ -428,7 +428,7 @@ def test_lade_commit_is_lossless_and_commits_at_most_n_minus_1_per_forward(fixtu
 
 def test_lade_commit_is_lossless_on_the_embedded_model(embedded_adapter):
     """The shipped config with ``decoder.lade_commit=true`` (as a Hydra override), fp32, real corpus chunks."""
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
     from ticktock.replay.config import build, compose_run
     from ticktock.world.mock_tools import MockToolExecutor
 

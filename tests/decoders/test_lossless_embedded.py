@@ -5,11 +5,11 @@ import pytest
 
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
-from ticktock.replay.injection import ToolCallInjector
+from ticktock.world.injection import ToolCallInjector
 
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.replay.config import build, compose_run
 
 from helpers import outputs

@@ -18,7 +18,7 @@ from ticktock.decoders.recycling import (
     gather_draft_tokens,
     prune_to_chunk,
 )
-from ticktock.replay.injection import ToolCallInjector
+from ticktock.world.injection import ToolCallInjector
 from ticktock.sessions.manifest import load_manifest
 
 from helpers import ConstantToolExecutor, outputs

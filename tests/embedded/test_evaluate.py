@@ -4,7 +4,7 @@ import json
 
 from ticktock.embedded.evaluate import GATES, main, timeline
 from ticktock.sessions.manifest import load_manifest
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 
 def test_timeline_letters_follow_the_chunk_order():

@@ -12,10 +12,10 @@ from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.embedded.model import WEIGHTS_DIR, WeightsError, load_embedded_adapter
 from ticktock.replay.engine import ReplayEngine
-from ticktock.replay.injection import ToolCallInjector
+from ticktock.world.injection import ToolCallInjector
 from ticktock.sessions.manifest import Session, Turn, load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 from decoders.reference import naive_replay
 

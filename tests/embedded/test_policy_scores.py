@@ -10,10 +10,10 @@ import pytest
 
 from ticktock.embedded.evaluate import GATES, QA_TASKS
 from ticktock.embedded.targets import plan_session
-from ticktock.replay.injection import parse_tool_call
+from ticktock.world.injection import parse_tool_call
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.world.scoring import rates, score_session
 from collections import Counter
 

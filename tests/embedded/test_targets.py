@@ -15,7 +15,7 @@ from ticktock.embedded.targets import (CLOSERS, OPENERS, WIDE_CLOSERS, WIDE_OPEN
                                        WORDINGS, mixed, plan_session, sentences, speak_units, tool_call_text, worded)
 from ticktock.sessions.manifest import Session, Turn, load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +289,7 @@ def test_the_oracle_policy_with_drawn_phrasings_scores_perfectly_on_a_generated_
     from ticktock.corpus.splits import EVAL_SEED_LIMIT
     from ticktock.corpus.synth import generate
     from ticktock.corpus.tasks import BUILDERS
-    from ticktock.replay.injection import parse_tool_call
+    from ticktock.world.injection import parse_tool_call
     from ticktock.world.scoring import rates, score_session
 
     adapter, executor = embedded_adapter, MockToolExecutor()

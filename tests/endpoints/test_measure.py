@@ -4,7 +4,7 @@ measured from the turn's commit (turn-based protocols), tool calls, texts and th
 from __future__ import annotations
 
 from ticktock.endpoints.measure import chunk_rows, measure_units, session_row, toy_record
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.sessions.manifest import load_manifest
 from ticktock.wire import ResponseCreated, ResponseDone
 

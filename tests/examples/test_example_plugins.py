@@ -43,7 +43,7 @@ def ticktock_run(*arguments: str) -> subprocess.CompletedProcess:
 
 
 def mini_session():
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
     from ticktock.sessions.manifest import load_manifest
 
     return load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))[0]

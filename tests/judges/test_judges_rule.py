@@ -5,7 +5,7 @@ import pytest
 from ticktock.judge import build_judge, compose_judge
 from ticktock.judges.base import HOW_TO_JUDGE, JudgeError, Reply
 from ticktock.judges.rule import RuleJudge
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 
 def test_the_default_config_is_the_rule_judge():

@@ -14,7 +14,7 @@ from ticktock.clocks.talker_cost import TalkerCost
 from ticktock.decoders.speclisten import SpeculativeListeningDecoder
 from ticktock.endpoints import measure
 from ticktock.replay.engine import ReplayEngine
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.replay.speech_out import SpeechOut
 from ticktock.results import rows, schema
 from ticktock.sessions.audio import load_audio

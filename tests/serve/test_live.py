@@ -12,8 +12,8 @@ import pytest
 from ticktock.decoders.ar import ARDecoder
 from ticktock.decoders.selection import Sampling
 from ticktock.replay.engine import ReplayEngine
-from ticktock.replay.injection import ToolCallInjector
-from ticktock.replay.resources import resource_path
+from ticktock.world.injection import ToolCallInjector
+from ticktock.shipped import resource_path
 from ticktock.replay.config import build, compose_run
 from ticktock.clocks.wall import WallClock
 from ticktock.scheduling.round_robin import RoundRobin

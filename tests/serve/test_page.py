@@ -63,7 +63,7 @@ def session_wav(path: Path) -> Path:
     """The first ``WAV_S`` seconds of the mini-corpus session as 16-bit PCM WAV (Chromium's fake microphone)."""
     import soundfile
 
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
     from ticktock.sessions.audio import SAMPLE_RATE, load_audio
     from ticktock.sessions.manifest import load_manifest
 

@@ -13,8 +13,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from ticktock.replay.injection import ToolCallInjector
-from ticktock.replay.resources import resource_path
+from ticktock.world.injection import ToolCallInjector
+from ticktock.shipped import resource_path
 from ticktock.replay.config import build, compose_run
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest

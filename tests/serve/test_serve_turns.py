@@ -17,7 +17,7 @@ import aiohttp
 import numpy as np
 import pytest
 
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 from ticktock.sessions.audio import load_audio
 from ticktock.sessions.manifest import load_manifest
 

@@ -17,8 +17,8 @@ from ticktock.clocks.wall import WallClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.replay.config import build, compose_run
 from ticktock.replay.device import SessionLane, SharedDevice
-from ticktock.replay.injection import ToolCallInjector
-from ticktock.replay.resources import resource_path
+from ticktock.world.injection import ToolCallInjector
+from ticktock.shipped import resource_path
 from ticktock.scheduling.round_robin import RoundRobin
 from ticktock.serve.live import LiveAudio, ServedDevice
 from ticktock.sessions.audio import load_audio

@@ -30,8 +30,8 @@ from greenlet import GreenletExit
 
 from ticktock.decoders.ar import ARDecoder
 from ticktock.replay.device import SessionAborted
-from ticktock.replay.injection import ToolCallInjector
-from ticktock.replay.resources import resource_path
+from ticktock.world.injection import ToolCallInjector
+from ticktock.shipped import resource_path
 from ticktock.replay.watchdog import ChunkTimeout
 from ticktock.serve.server import failure_line
 from ticktock.sessions.manifest import load_manifest

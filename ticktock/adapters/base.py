@@ -367,12 +367,12 @@ class ModelAdapter(ABC):
         return len(segment)
 
     def context_policy(self):
-        """How this model keeps a long session within ``context_limit`` (see ``ticktock.replay.context``).
+        """How this model keeps a long session within ``context_limit`` (see ``ticktock.adapters.context``).
 
         Default: no policy of its own (``StopAtLimit``): a session that would run past the limit stops with
         an error naming the session and chunk. An adapter that can evict (``evict``) returns ``EvictOldUnits``.
         """
-        from ticktock.replay.context import StopAtLimit
+        from ticktock.adapters.context import StopAtLimit
 
         return StopAtLimit(self.context_limit)
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from ticktock.adapters.checkpoint import (MINIATURE_KEY, MissingWeightsError, resolve_base, resolve_checkpoint,
                                           weights_origin)
 from ticktock.errors import ConfigError, user_errors
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 REAL_MODELS = ("minicpmo45", "gander", "realtime_venus", "lws", "streaming_slm")
 GPU_PAGE = "docs/gpu.md"

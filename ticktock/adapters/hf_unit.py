@@ -414,7 +414,7 @@ class HFUnitAdapter(ModelAdapter):
     def context_policy(self):
         """Old whole units are evicted (``EvictOldUnits``) when the model's RoPE can re-position the kept
         keys exactly (plain rotary embeddings, no attention scaling); otherwise ``StopAtLimit``."""
-        from ticktock.replay.context import EvictOldUnits, StopAtLimit
+        from ticktock.adapters.context import EvictOldUnits, StopAtLimit
 
         if self.context_limit is not None and self._rotary() is not None:
             return EvictOldUnits(self.context_limit, self.context_reserve, self.context_evict_to)

@@ -41,7 +41,7 @@ EXTRA_TOKENS = {"minicpmo45": [], "gander": ["<|backchannel|>"],
 
 
 def tokenizer_files(out: Path, added: dict[int, str]) -> None:
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     texts = resource_path("manifests/ticktock-mini/manifest.jsonl").read_text(encoding="utf-8").splitlines()
     write_bpe_tokenizer(out, added, BASE_VOCAB, texts, merges=1500,

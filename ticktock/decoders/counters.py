@@ -62,7 +62,7 @@ class ChunkCounters:
     waited for the device while other sessions' work ran (0 for a session alone).
 
     Context: ``context_tokens`` in the cache when the chunk's post-audio work began; ``evicted_tokens`` removed
-    from it just before the chunk by the model's context policy (``ticktock.replay.context``).
+    from it just before the chunk by the model's context policy (``ticktock.adapters.context``).
 
     Silence-draft outcome (``record_silence_draft``; SL and the oracle probe): ``draft_full_match`` (the
     draft was complete and equals the output) and ``first_token_changed``; None for other decoders.

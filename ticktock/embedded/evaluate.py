@@ -28,7 +28,7 @@ from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.embedded.model import load_embedded_adapter
 from ticktock.replay.engine import ReplayEngine
-from ticktock.replay.injection import ToolCallInjector
+from ticktock.world.injection import ToolCallInjector
 from ticktock.sessions.manifest import load_manifest
 from ticktock.world.mock_tools import MockToolExecutor
 from ticktock.results.rows import chunk_rows, session_row

@@ -100,7 +100,7 @@ def load_embedded_adapter(path: str | Path | None = None, attn_implementation: s
     ``device`` names another (``auto``: CUDA when present). The audio front-end always runs on the CPU.
 
     ``context_limit`` (default: the model's 4,096 positions), ``context_reserve`` and ``context_evict_to``
-    set its context policy: old whole units are evicted, the system prompt kept (``ticktock.replay.context``)."""
+    set its context policy: old whole units are evicted, the system prompt kept (``ticktock.adapters.context``)."""
     import torch
     from safetensors.torch import load_file
     from transformers import AutoTokenizer, LlamaForCausalLM

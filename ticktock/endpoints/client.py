@@ -539,7 +539,7 @@ class LiveSession:
         self.next_unit = unit + 1
 
     async def answer(self, event: FunctionCallArgumentsDone, at_ms: float) -> None:
-        from ticktock.replay.injection import INVALID_CALL_RESPONSE, parse_tool_call
+        from ticktock.world.injection import INVALID_CALL_RESPONSE, parse_tool_call
 
         try:
             arguments = json.loads(event.arguments) if event.arguments else {}

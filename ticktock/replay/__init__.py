@@ -5,11 +5,9 @@
 ``engine``             the one replay loop: each chunk's audio, its post-audio work, then the idle window
 ``session_state``      one session's replay state: history, the chunk's inputs, forward log, counters
 ``timeline``           when each chunk's audio arrives and when its deadline falls
-``context``            the model's context window: what is in the cache, eviction of whole units
-``injection``          tool calls answered by the task's tool executor, fed back as text
 ``device``             one device shared by several sessions (``concurrency.sessions``)
 ``concurrency``        the sessions' lanes on a shared device
 ``shards``             a run split over machines (``shard.index`` / ``shard.count``)
-``resources``          files that ship with TickTock, and the config resolvers
+``resources``          the config resolvers (``${ticktock_resource:...}``, ``${ticktock_shard:...}``)
 =====================  ================================================================================
 """

@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ticktock.adapters.checkpoint import check_weights
 from ticktock.errors import ConfigError
-from ticktock.replay.resources import register_resolver, resource_path
+from ticktock.replay.resources import register_resolver
+from ticktock.shipped import resource_path
 from ticktock.replay.shards import ShardPlan, ShardSpec
 from ticktock.replay.watchdog import check_watchdog
 from ticktock.sessions.manifest import AUDIO_DURATION_POLICIES, check_audio_durations

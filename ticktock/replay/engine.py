@@ -43,7 +43,7 @@ from ticktock.decoders.step import ChunkStep
 from ticktock.decoders.contract import Decoder
 from ticktock.decoders.selection import Sampling
 from ticktock.replay.audio_source import AudioEnded, as_audio_source
-from ticktock.replay.injection import Injection, ToolCallInjector
+from ticktock.world.injection import Injection, ToolCallInjector
 from ticktock.sessions.manifest import ChunkSpan, Session
 from ticktock.replay.session_state import SessionState
 from ticktock.replay.timeline import ChunkTiming, advance, overrun

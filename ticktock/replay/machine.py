@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 
 def machine(packages: tuple[str, ...]) -> dict:

@@ -1,28 +1,16 @@
-"""Files that ship with TickTock (configs, cost profiles, the mini corpus, the embedded model).
-
-They live in the package (``ticktock/configs``, ``ticktock/manifests``; the top-level ``configs/`` and
-``manifests/`` of the checkout are links to them), so a non-editable install carries them as package data.
+"""TickTock's config resolvers for Hydra/OmegaConf (the shipped files themselves: ``ticktock.shipped``).
 
 Example::
 
-    >>> resource_path("configs/run.yaml").is_file()
+    >>> from omegaconf import OmegaConf
+    >>> register_resolver()
+    >>> OmegaConf.create({"p": "${ticktock_resource:configs/run.yaml}"}).p.endswith("run.yaml")
     True
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def resource_path(relative: str) -> Path:
-    """Absolute path of a shipped file, e.g. ``configs/profiles/a100-8b-derived.yaml``."""
-    top, _, rest = relative.partition("/")
-    installed = PACKAGE_DIR / top
-    if installed.is_dir():
-        return installed / rest
-    return PACKAGE_DIR.parent / top / rest
+from ticktock.shipped import resource_path
 
 
 def register_resolver() -> None:

@@ -13,7 +13,7 @@ The chunk protocol, per chunk t::
     window = state.idle_window(t + 1, budget_ms, samples)   # drafts chunk t+1: the same inputs, same history
 
 so the idle-window drafts of chunk t+1 and its post-audio step see the identical inputs object and the
-identical history. ``commit`` is also where the model's context policy is applied (``ticktock.replay.context``):
+identical history. ``commit`` is also where the model's context policy is applied (``ticktock.adapters.context``):
 before chunk t+1 is drafted or prefilled, old whole units may be evicted from the cache; the history
 keeps the session's whole text. ``history`` is the session's text in order, audio excluded: the prompt, then per chunk
 the unit head (``UnitProtocol.unit_head``), the injected tail and the chunk's output.
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ticktock.replay.context import ContextFull
+from ticktock.adapters.context import ContextFull
 from ticktock.decoders.counters import ChunkCounters, ForwardRecord
 from ticktock.decoders.step import ChunkInputs, ChunkStep
 from ticktock.decoders.idle import IdleWindow

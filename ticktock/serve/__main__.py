@@ -45,7 +45,7 @@ threads: python -m ticktock.run --help lists them) and:
 def usage() -> str:
     """The ``--help`` text: ``USAGE`` and each ``serve.*`` option with its default and what it does, read from
     ``configs/serve.yaml`` (one source for both)."""
-    from ticktock.replay.resources import resource_path
+    from ticktock.shipped import resource_path
 
     lines, inside = [], False
     for line in resource_path("configs/serve.yaml").read_text().splitlines():
@@ -114,7 +114,8 @@ def compose_serve(argv: list[str]):
 
     from ticktock.errors import ConfigError, one_line
     from ticktock.plugins import register_selected
-    from ticktock.replay.resources import register_resolver, resource_path
+    from ticktock.replay.resources import register_resolver
+    from ticktock.shipped import resource_path
     from ticktock.replay.config import check_run_options
     from ticktock.serve.server import ServeOptions
 

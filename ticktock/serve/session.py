@@ -125,7 +125,7 @@ class ServedModel:
     def engine(self, lane, tools):
         """A replay engine for one session on its lane of the served device: a replica of the model, a fresh
         decoder, its talker."""
-        from ticktock.replay.injection import ToolCallInjector
+        from ticktock.world.injection import ToolCallInjector
         from ticktock.replay.config import build_speech
 
         engine = ReplayEngine(self.adapter.replica(), self.decoder(), self.clock, self.sampling,

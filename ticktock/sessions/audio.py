@@ -9,7 +9,7 @@ session's duration can be checked before any work (``ticktock.sessions.manifest.
 
 Example::
 
-    >>> from ticktock.replay.resources import resource_path
+    >>> from ticktock.shipped import resource_path
     >>> audio = load_audio(resource_path("manifests/ticktock-mini/audio/alpaca_eval-eval-0-0000.flac"))
     >>> audio.dtype, audio.ndim
     (dtype('float32'), 1)
@@ -105,7 +105,7 @@ def audio_header(path: str | Path) -> tuple[float, int]:
 
     Example::
 
-        >>> from ticktock.replay.resources import resource_path
+        >>> from ticktock.shipped import resource_path
         >>> duration, rate = audio_header(resource_path("manifests/ticktock-mini/audio/alpaca_eval-eval-0-0000.flac"))
         >>> rate, duration > 0
         (16000, True)

@@ -47,7 +47,7 @@ from typing import Any, Iterator, Sequence
 
 from ticktock.errors import ConfigError, InputDataError, shown
 from ticktock.results.names import checked_name, inside, named_path
-from ticktock.replay.injection import ToolCallInjector, ToolExecutor
+from ticktock.world.injection import ToolCallInjector, ToolExecutor
 from ticktock.sessions.manifest import DURATION_TOLERANCE_S, Session, parse_session
 
 AUDIO_CACHE = "ticktock-session-audio"

@@ -43,7 +43,7 @@ number. A line is UTF-8 JSON nested at most as deep as Python's JSON reader allo
 
 Example::
 
-    >>> from ticktock.replay.resources import resource_path
+    >>> from ticktock.shipped import resource_path
     >>> sessions = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))
     >>> s = sessions[0]
     >>> [c.end_s for c in s.chunk_spans()][:3]
@@ -443,7 +443,7 @@ def check_audio_durations(sessions: list[Session], policy: str = "check",
 
     Example::
 
-        >>> from ticktock.replay.resources import resource_path
+        >>> from ticktock.shipped import resource_path
         >>> s = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))[0]
         >>> check_audio_durations([s])[0] is s              # within the tolerance: unchanged
         True

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ticktock.replay.injection import ToolCallInjector, ToolExecutor
+from ticktock.world.injection import ToolCallInjector, ToolExecutor
 from ticktock.sessions.manifest import ManifestError, Session, load_manifest
 
 

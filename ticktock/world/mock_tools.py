@@ -533,7 +533,7 @@ def respond_text(result: dict) -> str:
 
 
 class MockToolExecutor:
-    """Answers canonical tool calls with compact JSON text (the ``ticktock.replay.injection.ToolExecutor`` protocol).
+    """Answers canonical tool calls with compact JSON text (the ``ticktock.world.injection.ToolExecutor`` protocol).
 
     >>> MockToolExecutor().respond({"function": "nope", "args": {}})
     '{"error": "unknown tool \\'nope\\'"}'

@@ -8,7 +8,7 @@ known), ``task_categories``, ``size_categories`` and ``pretty_name``. Licences c
 
 Example::
 
-    >>> from ticktock.replay.resources import resource_path
+    >>> from ticktock.shipped import resource_path
     >>> from ticktock.sessions.manifest import load_manifest
     >>> sessions = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"))
     >>> [(row.task, row.sessions) for row in composition(sessions)][:2]

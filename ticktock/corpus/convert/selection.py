@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ticktock.corpus.convert import ConvertError
-from ticktock.replay.resources import resource_path
+from ticktock.shipped import resource_path
 
 SELECTION_FOLDER = "configs/selection"
 

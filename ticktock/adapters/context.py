@@ -26,7 +26,7 @@ Example (a 1,000-position model, a prompt of 100 positions and units of 50)::
     >>> StopAtLimit(limit=1000, reserve=200).units_to_evict(850, 0, starts)
     Traceback (most recent call last):
     ...
-    ticktock.replay.context.ContextFull: the next chunk needs up to 1050 positions, the model takes 1000
+    ticktock.adapters.context.ContextFull: the next chunk needs up to 1050 positions, the model takes 1000
 """
 
 from __future__ import annotations
