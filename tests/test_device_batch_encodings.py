@@ -198,12 +198,12 @@ def test_a_chunk_encoded_with_the_next_chunks_silence_counts_as_two_encodings_in
     profile = CostProfile("p", [1], [0], [[10.0]], encode_ms=50.0, encode_batch_sizes=[1, 2, 4],
                           encode_batch_factor=[1.0, 1.1, 1.3])
     modeled = SharedDevice(ModeledClock(profile), ExpectedSavings(), batch_encodings=True)
-    assert modeled._estimate_step_ms(works()) == pytest.approx(50.0 * 1.2)  # three encodings: between 2 and 4
+    assert modeled.estimates.step_ms(works()) == pytest.approx(50.0 * 1.2)  # three encodings: between 2 and 4
 
     for adapter in (first, second):
         adapter.start_session(None, ())
     device = SharedDevice(WallClock(), ExpectedSavings(), batch_encodings=True)
-    (embeddings, silence), other = device._run_batch(works())[0]
+    (embeddings, silence), other = device.executor.run_batch(works())[0]
     alone = fixture_adapter.replica()
     alone.start_session(None, ())
     assert torch.allclose(embeddings, alone.encode_audio(chunk), rtol=1e-4, atol=1e-4)  # a batched matmul

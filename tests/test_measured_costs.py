@@ -1,7 +1,8 @@
 """A measuring clock's estimates (``ticktock.replay.measured_costs``): they grow with the work, and a shared device
-under the wall clock batches only where the batches it measured pay (a CPU's padded batches do not)."""
+under the wall clock batches only where the batches it measured pay (a CPU's padded batches do not).
 
-import time
+The work here costs virtual seconds (``VirtualTime``, the wall clock's timer): a sleep would cost what the machine's load
+makes of it, and the batches' measured factor with it."""
 
 import pytest
 
@@ -15,17 +16,31 @@ UNIT_COST_S = 0.002
 UNITS = 14
 
 
+class VirtualTime:
+    """Seconds that pass only when work says so."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def spend(self, seconds: float) -> None:
+        self.seconds += seconds
+
+
 class Padded:
     """An adapter whose batched forward costs ``factor`` times its members padded to the dearest."""
 
-    def __init__(self, factor: float):
+    def __init__(self, factor: float, time: VirtualTime):
         self.factor = factor
+        self.time = time
 
     def synchronize(self) -> None:
         pass
 
     def forward_many(self, calls):
-        time.sleep(self.factor * len(calls) * max(call[1] for call in calls))
+        self.time.spend(self.factor * len(calls) * max(call[1] for call in calls))
         return [None] * len(calls)
 
 
@@ -34,16 +49,17 @@ def one_forward_per_unit(lane, adapter, window_ms: float | None) -> None:
     that opens then."""
     for unit in range(UNITS):
         lane.wait_until(1000.0 * (unit + 1))
-        lane.stopwatch(window_ms).run(DeviceWork(FORWARD, lambda: time.sleep(UNIT_COST_S), adapter, query_tokens=1,
-                                                 call=(UNIT_COST_S,)))
+        work = DeviceWork(FORWARD, lambda: adapter.time.spend(UNIT_COST_S), adapter, query_tokens=1, call=(UNIT_COST_S,))
+        lane.stopwatch(window_ms).run(work)
 
 
 def three_sessions(factor: float, window_ms: float | None = None):
     """Three sessions whose units arrive together, each one forward, on a device under the wall clock whose batched
     forwards cost ``factor`` times their members padded; the device's stats. The draft policy (round robin) would let
     every waiting draft join a draft step."""
-    adapter = Padded(factor)
-    device = SharedDevice(WallClock(), RoundRobin(), batching=True)
+    seconds = VirtualTime()
+    adapter = Padded(factor, seconds)
+    device = SharedDevice(WallClock(timer=seconds), RoundRobin(), batching=True)
     for slot in range(3):
         device.add(SessionLane(device, slot, 0.0), lambda lane: one_forward_per_unit(lane, adapter, window_ms))
     device.run(on_finished=lambda lane: None)

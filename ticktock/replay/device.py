@@ -7,31 +7,25 @@ forward, an audio encoding, a talker's synthesis) or needs time to pass (its nex
 idle window, more of that audio: early prefill and partial-audio re-drafts *wait* for it), then the scheduler's
 loop takes over, in that same greenlet while no other session is ready to run (so a session whose work comes next
 carries on without a switch), else control passes straight to the next session that may run. Nothing here is a
-thread: a switch costs microseconds, not an OS thread hand-off. When every session is waiting, the scheduler
-picks the next **device step**:
+thread: a switch costs microseconds, not an OS thread hand-off.
 
-1. **post-audio work first**, earliest chunk arrival first (ties: lower slot); a talker's synthesis of a committed
-   chunk's text (``ticktock.replay.speech_out``) counts as post-audio work. With ``batching``, an arrived chunk's
-   audio encoding that has waited as long as it costs runs before an earlier chunk's forwards, so its session's
-   forward joins theirs in a batched step instead of waiting for a long reply to end (``_post_audio_order``), and
-   waiting post-audio forwards lend one forward's time per chunk to idle-window encodings whose drafts can then ride
-   along on their steps (``_lent_step``);
-2. **idle work** (draft forwards, early prefill, speculative synthesis) only when no post-audio work is waiting, only
-   for sessions whose next audio has not arrived, and only work expected to end before the next session's chunk
-   arrives (a step cannot be interrupted: idle work must not delay post-audio work); which session works is the
-   draft policy's choice (``ticktock.scheduling``), and it may leave the device idle instead (with ``batching``, an
-   idle-window encoding that has waited as long as it costs, and costs no more than the draft forward the policy
-   chose, is offered first, so its session's drafts can then join the batched draft steps). Idle work still waiting when its session's
-   next audio arrives is dropped: the decoder gets ``WindowClosed`` (a forward that has started always completes;
-   if it ends after the arrival, the overrun is carried into that chunk as for a session alone);
-3. otherwise time jumps to the next wake-up: a chunk's arrival, a session's start, or the moment a session waiting
-   inside its idle window asked to wake (a **waiting lane**: it sleeps until then while the device runs others).
+The device is three pieces, as a serving engine keeps its scheduler's policy apart from the runner of a step:
+
+- **the step policy** (``ticktock.replay.step_policy``): when every session is waiting, which work runs next, what
+  joins a batch and what is dropped, a pure function of the waiting work, its expected costs and the time (post-audio
+  work first, earliest arrival first; idle work only when none waits and only work that ends before the next
+  arrival, the draft policy's choice; idle work whose window closed is dropped: the decoder gets ``WindowClosed``);
+- **the step executor** (``ticktock.replay.step_executor``): runs the chosen step on the run's clock, books its cost,
+  and contains a session's failure to that session;
+- **the lanes** (here): each session's greenlet and time (``SessionLane``), waiting for its audio, sleeping inside its
+  idle window (a **waiting lane**), switching between sessions, the watchdog's countdowns; when no step is due, time
+  jumps to the next wake-up (a chunk's arrival, a session's start, a waiting lane's wake-up).
 
 Each step runs at the device time ``now`` and takes its cost on the run's clock: under ``clock=modeled``
 the cost profile's charge (a deterministic simulation: the same config gives the same parquet), under
 ``clock=wall`` the measured, device-synchronised time of the work (host-side decoder code between forwards
 is assumed to overlap other sessions' device work, as it does on a GPU). With ``batching``, the post-audio
-forwards of every session waiting in step 1 run as one step (up to ``max_batch``), and the draft policy may let
+forwards of every waiting session run as one step (up to ``max_batch``), and the draft policy may let
 waiting draft forwards of other sessions join a step (``DraftPolicy.join``: a draft step batches drafts of several
 sessions; a post-audio step may carry drafts along). A batched step is charged from the profile's batch model
 (``CostProfile.batch_forward_ms``) and executed one forward after another under the modeled clock (so tokens stay
@@ -85,12 +79,16 @@ from typing import Callable
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
-from ticktock.clocks.base import (ENCODE, FORWARD, MAX_REFUSED, TALK, Clock, DeviceWork, Stopwatch, WindowClosed,
-                                  WindowOver, WorkDone, encode_pieces, step_pieces)
+from ticktock.clocks.base import MAX_REFUSED, Clock, DeviceWork, Stopwatch, WindowClosed, WindowOver, WorkDone
 from ticktock.replay.measured_costs import MeasuredCosts
 from ticktock.replay.realtime import RealTime
+from ticktock.replay.step_executor import (MAX_DEVICE_MS, DeviceTimeError, Request, StepExecutor, StepStats,
+                                           device_time)
+from ticktock.replay.step_policy import Step, StepPolicy
 from ticktock.replay.watchdog import ChunkTimeout
-from ticktock.scheduling.base import DraftCandidate
+
+__all__ = ["MAX_DEVICE_MS", "DeviceClosed", "DeviceStats", "DeviceTimeError", "LaneStopwatch", "SessionAborted",
+           "SessionLane", "SharedDevice", "device_time"]
 
 
 class DeviceClosed(Exception):
@@ -111,42 +109,6 @@ class SessionAborted(RuntimeError):
         said = " ".join(str(err).split())
         return cls(f"{who}: its work raised {type(err).__name__}{f': {said}' if said else ''}; the session ends here "
                    "(a served session may not stop the device)")
-
-
-MAX_DEVICE_MS = 1e13  # ~317 years of device time; float64 still resolves 2 microseconds there
-
-
-class DeviceTimeError(RuntimeError):
-    """A device time that is not a finite number of milliseconds in [0, ``MAX_DEVICE_MS``] (a caller's bug: the
-    run options and manifests are checked so that none arises).
-
-    >>> device_time(float("inf"), "slot 1 start")
-    Traceback (most recent call last):
-    ...
-    ticktock.replay.device.DeviceTimeError: slot 1 start: device time inf ms is not a finite number of milliseconds from 0 to 1e+13
-    """
-
-
-def device_time(ms: float, what: str) -> float:
-    """``ms`` itself when it is a usable device time, else a ``DeviceTimeError`` naming ``what``.
-
-    >>> device_time(250.0, "slot 1 start")
-    250.0
-    """
-    try:
-        usable = math.isfinite(ms) and 0.0 <= ms <= MAX_DEVICE_MS
-    except TypeError:  # not a number at all
-        usable = False
-    if not usable:
-        raise DeviceTimeError(f"{what}: device time {ms!r} ms is not a finite number of milliseconds from 0 to "
-                              f"{MAX_DEVICE_MS:g}")
-    return ms
-
-
-def work_size(work: DeviceWork) -> float:
-    """What a piece of work's measured cost grows with: a forward's query tokens, an encoding's share of its chunk (and
-    the whole chunk of silence it encodes after it, if it does: ``DeviceWork.silence_after``)."""
-    return work.query_tokens if work.kind == FORWARD else sum(fraction for fraction, _ in encode_pieces(work))
 
 
 class SessionLane(Clock):
@@ -212,7 +174,7 @@ class SessionLane(Clock):
 
     def lent_ms(self) -> float:
         """Device time the post-audio work of the chunk the session works on has lent to other sessions' idle-window
-        encodings so far (``SharedDevice._lent_step``)."""
+        encodings so far (``StepPolicy.lent_step``)."""
         arrival, lent = self.lent
         return lent if arrival == self.arrival_ms else 0.0
 
@@ -279,60 +241,15 @@ class LaneStopwatch(Stopwatch):
         raise TypeError("a session sharing a device is charged by the device's steps (LaneStopwatch.run)")
 
 
-@dataclass(eq=False)  # a request is itself only (found and removed by identity)
-class Request:
-    lane: SessionLane
-    work: DeviceWork
-    watch: LaneStopwatch
-    submitted_ms: float
-    order: int
-    done: WorkDone | None = None
-    dropped: bool = False
-    estimate_ms: float | None = None  # the expected cost, once asked (``SharedDevice._estimate``)
-    timed_out: ChunkTimeout | None = None  # the step that ran it went past the watchdog's limit
-    failed: BaseException | None = None  # its own work raised (alone, or run again alone after its batched step raised)
-
-    @property
-    def is_post_audio(self) -> bool:
-        return self.watch.closes is None
-
-    def key(self) -> tuple:
-        return (self.lane.arrival_ms, self.lane.slot, self.order)
-
-    def candidate(self, step_ms: float, next_arrival_ms: float) -> DraftCandidate:
-        lane, work = self.lane, self.work
-        purpose = "prefill" if work.early_prefill else "speech" if work.kind == TALK else "draft"
-        return DraftCandidate(lane.slot, self.watch.closes, self.watch.steps - 1, work.hypothesis,
-                              lane.reply_open, max(lane.dbfs, default=-200.0), lane.tool_call_open, self.order,
-                              step_ms, next_arrival_ms, purpose)
-
-
 @dataclass
-class DeviceStats:
-    """What the device did: steps by kind, batched steps, where the device time went, and the scheduler's own wall
-    time.
+class DeviceStats(StepStats):
+    """What the device did: its steps (``StepStats``: steps by kind, batched steps, where the device time went), and
+    the scheduler's own counts and wall time.
 
-    Device time (on the run's clock): ``busy_ms`` splits into ``post_audio_busy_ms`` (encodings and forwards after a
-    chunk's audio arrived), ``draft_busy_ms`` (idle-window work: drafts, early prefill) and ``talker_busy_ms`` (a
-    talker's synthesis, of committed text or speculatively of a draft's); ``span_ms`` runs from the first session's start to the last
-    one's end, ``idle_ms`` is the rest of it. A batched step that carries drafts along with post-audio forwards splits
-    its time by their query tokens.
+    ``span_ms`` runs from the first session's start to the last one's end (device time), ``idle_ms`` in the summary is
+    the part of it no step ran.
     """
 
-    steps: int = 0
-    post_audio_steps: int = 0
-    draft_steps: int = 0
-    batched_steps: int = 0
-    batched_forwards: int = 0
-    batched_draft_steps: int = 0  # steps of several sessions' draft forwards, chosen by the draft policy
-    batched_encode_steps: int = 0  # steps that encoded several sessions' audio in one batched call (batch_encodings)
-    batched_encodings: int = 0  # the encodings those steps ran
-    carried_drafts: int = 0  # draft forwards that joined a batched post-audio step
-    lent_steps: int = 0  # idle-window encodings run while post-audio forwards waited (``SharedDevice._lent_step``)
-    busy_ms: float = 0.0
-    post_audio_busy_ms: float = 0.0
-    draft_busy_ms: float = 0.0
-    talker_busy_ms: float = 0.0
     span_ms: float = 0.0
     sleeps: int = 0  # times a session waited inside its idle window for more audio (a waiting lane)
     declined: int = 0  # times the draft policy left the device idle although drafts were waiting
@@ -356,17 +273,21 @@ class DeviceStats:
         (``handoff_wall_ms`` in the summary: all but the decisions)."""
         return max(0.0, self.run_wall_ms - self.sessions_wall_ms - self.callbacks_wall_ms)
 
-    def charge(self, batch: list[Request], cost: float) -> None:
-        """Book one step's device time by what it did."""
-        self.busy_ms += cost
-        if batch[0].work.kind == TALK:
-            self.talker_busy_ms += cost
-            return
-        tokens = [max(r.work.query_tokens, 1) for r in batch]
-        drafting = sum(t for r, t in zip(batch, tokens) if not r.is_post_audio)
-        share = cost * drafting / sum(tokens)
-        self.draft_busy_ms += share
-        self.post_audio_busy_ms += cost - share
+    def record(self, step: Step) -> None:
+        """Count the step the policy chose by its kind."""
+        if step.kind == "drop":
+            self.dropped_drafts += len(step.dropped)
+        elif step.kind == "lent":
+            self.lent_steps += 1
+            self.draft_steps += 1
+        elif step.kind == "post_audio":
+            self.post_audio_steps += 1
+            self.carried_drafts += step.carried
+        elif step.kind == "draft":
+            self.batched_draft_steps += int(step.joined)
+            self.draft_steps += len(step.run)
+        elif step.kind == "declined":
+            self.declined += 1
 
 
 class SharedDevice:
@@ -385,9 +306,7 @@ class SharedDevice:
         self.fail_alone = fail_alone  # any session's error goes to ``on_failed`` and the others go on (serving)
         self._seen_pokes = 0
         self.policy = draft_policy
-        self.batching = batching
-        self.batch_encodings = batch_encodings
-        self.max_batch = max_batch
+        self.step_policy = StepPolicy(draft_policy, batching, batch_encodings, max_batch)
         self.watchdog = watchdog  # ``ticktock.replay.watchdog.Watchdog`` or None
         self.host_bound = host_bound and watchdog is not None  # the watchdog bounds host code only (serving)
         self._stretches = 0  # the watchdog's countdowns started (each switch to a session, each device step)
@@ -395,11 +314,14 @@ class SharedDevice:
         self.lanes: list[SessionLane] = []
         self.requests: list[Request] = []
         self.stats = DeviceStats()
+        self.measured = MeasuredCosts()  # what steps cost so far: a measuring clock's estimates
+        self.executor = StepExecutor(clock, self.measured, self.stats, batch_encodings,
+                                     BaseException if fail_alone else Exception, watchdog, realtime)
+        self.estimates = self.executor.estimates
         self._scheduler: greenlet | None = None  # the greenlet that runs ``run``: the parent of every session's
         self._started: list[SessionLane] = []
         self._closed = False
         self._order = 0
-        self.measured = MeasuredCosts()  # what steps cost so far: a measuring clock's estimates
         self._first_start: float | None = None
         self._last_end = 0.0
 
@@ -408,7 +330,9 @@ class SharedDevice:
     def submit(self, lane: SessionLane, work: DeviceWork, watch: LaneStopwatch) -> WorkDone:
         """Queue ``work`` and return once the device has run it (or raise ``WindowClosed`` if it was dropped)."""
         self._order += 1
-        request = Request(lane, work, watch, lane.current_ms(), self._order)
+        request = Request(work, lane.slot, lane.arrival_ms, lane.current_ms(), self._order, watch.closes,
+                          watch.steps - 1, lane.reply_open, max(lane.dbfs, default=-200.0), lane.tool_call_open,
+                          lane=lane, watch=watch)
         self.requests.append(request)
         self._carry_on(lane)
         if request.timed_out is not None:
@@ -565,161 +489,32 @@ class SharedDevice:
         it idle until the next arrival)."""
         started = time.perf_counter()
         self._tick()
-        if self._drop_closed_drafts():
-            return True
-        urgent = self._post_audio_order()
-        lent = self._lent_step(urgent)
-        if lent:
-            batch = lent
-        elif urgent:
-            batch = self._batch(urgent)
-            self.stats.post_audio_steps += 1
-            carried = self._joining(batch, self._next_arrival())
-            self.stats.carried_drafts += len(carried)
-            batch += carried
-        elif self.requests:
-            batch = self._draft_step()
-        else:
-            batch = []
+        lent = {lane.slot: lane.lent_ms() for lane in self.lanes}
+        step = self.step_policy.next_step(self.requests, self.now, self._next_arrival(), self.estimates, lent)
+        self.stats.record(step)
+        self._lend(step)
         self.stats.scheduler_wall_ms += (time.perf_counter() - started) * 1000.0
-        if batch:
-            self._execute(batch)
-        return bool(batch)
+        if step.dropped:
+            self._drop(step.dropped)
+            return True
+        if step.run:
+            self._execute(step.run)
+        return bool(step.run)
 
-    def _post_audio_order(self) -> list[Request]:
-        """The waiting post-audio work in the order it runs: earliest chunk arrival first, except that with
-        ``batching`` an arrived chunk's audio encoding that has waited as long as it is expected to cost leads an
-        earlier chunk's forwards. Once encoded, its session's forward joins the batched forward step, where it costs
-        little; without the lead, a session deep in a long reply or tool call (its chunk arrived first) would keep
-        every newly arrived chunk waiting behind its whole chain of forwards, which a serving stack does not do (its
-        steps mix new requests' encodings and prefill into the running decodes). Waiting first for as long as the
-        encoding costs bounds what the earlier session gives up: a chain about to end ends first, and the earlier
-        session never waits for encodings longer than the newcomers waited for it (a rent-or-buy rule).
+    def _lend(self, step: Step) -> None:
+        """The waiting post-audio work of a lent step lends the step's time (``StepPolicy.lent_step``)."""
+        for lane in self.lanes:
+            if lane.slot in step.lenders:
+                lane.lend(step.lent_ms)
 
-        Example (tests/test_device.py, hand-computed): forwards of 100 ms, encodings of 30 ms. Slot 0 writes 11 tokens
-        for its chunk that arrived at 1000 ms; slot 1's chunk arrives at 1310 ms. At 1330 its encoding has waited
-        20 ms, so slot 0's forward runs; at 1430 it has waited 120 ms and runs (1430-1460), and slot 1's forward joins
-        slot 0's next one (1460-1560): slot 1 answers in 250 ms, not 980, and slot 0's chunk ends 30 ms later.
-        """
-        urgent = sorted((r for r in self.requests if r.is_post_audio), key=Request.key)
-        if not self.batching or not urgent or urgent[0].work.kind != FORWARD:
-            return urgent
-        overdue = self._overdue_encodings(urgent)
-        return overdue + [r for r in urgent if r not in overdue]
-
-    def _lent_step(self, urgent: list[Request]) -> list[Request]:
-        """With ``batching``, while post-audio forwards wait: one idle-window encoding (a hypothesis' audio, a piece of
-        early prefill) that runs first, or none. Without it, a session whose draft must first encode its audio gets no
-        draft at all while another session writes a long reply or tool call, since post-audio work comes first step
-        after step; once encoded, its draft forwards ride along in those post-audio steps (``DraftPolicy.join``), where
-        they cost little. The lend is bounded: the encoding must have waited as long as it costs, fit before its own
-        window closes, and cost no more than what every waiting session may still lend in its current chunk (one
-        forward's cost in all: the cheapest waiting post-audio forward), and the draft policy must choose it as
-        worth the device before the next arrival, which is now (``ExpectedSavings`` declines its tier 4). Only for a
-        policy that lets drafts ride on post-audio steps (``DraftPolicy.carries_drafts``): otherwise the lend would buy
-        nothing but an earlier start once the post-audio work has ended.
-
-        Example (tests/test_device.py, hand-computed): forwards of 100 ms, encodings of 60 ms. Slot 0 writes 10 forwards
-        from 0 ms; slots 1 and 2 must each encode a hypothesis before drafting, in windows closing at 1000. At 100 slot
-        1's encoding has waited 100 ms and runs (100-160); its draft forwards then ride slot 0's steps (8 of them, to
-        960), and slot 0's chunk ends at 1060 instead of 1000. Slot 2's encoding would exceed slot 0's lend
-        (60 + 60 > 100): its window closes first.
-        """
-        if not (self.batching and urgent and self.policy.carries_drafts) or urgent[0].work.kind != FORWARD:
-            return []
-        waiting = {r.lane.slot: r.lane for r in urgent}.values()
-        forward = min(self._estimate(r) for r in urgent if r.work.kind == FORWARD)
-        room = forward - max(lane.lent_ms() for lane in waiting)
-        idle = [r for r in self._overdue_encodings([r for r in self.requests if not r.is_post_audio], room)
-                if self.now + self._estimate(r) <= r.watch.closes]
-        chosen = self._choose(idle, self.now)
-        if chosen is None:
-            return []
-        lent = next(r for r in idle if r.order == chosen.order)
-        for lane in waiting:
-            lane.lend(self._estimate(lent))
-        self.stats.lent_steps += 1
-        self.stats.draft_steps += 1
-        return [lent]
-
-    def _overdue_encodings(self, requests: list[Request], at_most_ms: float = math.inf) -> list[Request]:
-        """The audio encodings among ``requests`` that have waited as long as they are expected to cost (and are
-        expected to cost at most ``at_most_ms``)."""
-        return [r for r in requests if r.work.kind == ENCODE and self.now - r.submitted_ms >= self._estimate(r)
-                and self._estimate(r) <= at_most_ms]
-
-    def _draft_step(self) -> list[Request]:
-        """The idle-window work the draft policy runs next (with batching: the draft forwards it lets join); empty
-        when it leaves the device idle.
-
-        With ``batching``, idle-window encodings that have waited as long as they cost are offered to the policy
-        first (as arrived chunks' encodings lead in ``_post_audio_order``): a session whose hypothesis must first
-        encode its audio would otherwise wait while another session's long draft runs step after step, though its
-        draft forwards, once the audio is encoded, would join those steps at little cost."""
-        arrival = self._next_arrival()
-        fitting = [r for r in self.requests if self.now + self._estimate(r) <= arrival]
-        chosen = self._choose(fitting, arrival)
-        lead = self._leading_encodings(fitting, chosen)
-        if lead:
-            chosen = self._choose(lead, arrival) or chosen
-        if chosen is None:
-            self.stats.declined += 1
-            return []
-        batch = [r for r in self.requests if r.order == chosen.order]
-        joined = self._joining(batch, arrival)
-        if joined:
-            self.stats.batched_draft_steps += 1
-        batch += joined
-        self.stats.draft_steps += len(batch)
-        return batch
-
-    def _leading_encodings(self, fitting: list[Request], chosen: DraftCandidate | None) -> list[Request]:
-        """With ``batching``, when the policy chose a draft forward: the idle-window encodings that have waited as
-        long as they cost and cost no more than that forward (so the step they put in its place is no dearer)."""
-        if not self.batching or chosen is None:
-            return []
-        first = next(r for r in fitting if r.order == chosen.order)
-        if first.work.kind != FORWARD:
-            return []
-        return self._overdue_encodings(fitting, self._estimate(first))
-
-    def _choose(self, requests: list[Request], arrival: float) -> DraftCandidate | None:
-        """The draft policy's choice among ``requests`` (None for none, or when it leaves the device idle)."""
-        if not requests:
-            return None
-        return self.policy.choose([r.candidate(self._estimate(r), arrival) for r in requests], self.now)
-
-    def _batches(self, kind: str) -> bool:
-        """Whether work of ``kind`` runs batched: forwards with ``batching``, encodings with ``batch_encodings``."""
-        return (kind == FORWARD and self.batching) or (kind == ENCODE and self.batch_encodings)
-
-    def _joining(self, batch: list[Request], arrival: float) -> list[Request]:
-        """The waiting idle-window work of other sessions (draft forwards, or encodings) that the draft policy lets
-        join ``batch`` (a step of that kind that runs batched: ``_batches``), up to ``max_batch``; ``arrival``: the next
-        arrival of a session's chunk."""
-        kind = batch[0].work.kind
-        room = (self.max_batch or math.inf) - len(batch)
-        if not self._batches(kind) or room <= 0:
-            return []
-        busy = {r.lane.slot for r in batch}
-        waiting = {r.order: r for r in self.requests if not r.is_post_audio and r.work.kind == kind
-                   and r.lane.slot not in busy}
-        if not waiting:
-            return []
-        candidates = [r.candidate(self._estimate(r), arrival) for r in waiting.values()]
-        base = [r.work for r in batch]
-
-        def step_ms(joined: list[DraftCandidate]) -> float:
-            return self._estimate_step_ms(base + [waiting[c.order].work for c in joined])
-
-        chosen = self.policy.join(candidates, self.now, step_ms, post_audio=batch[0].is_post_audio)
-        joined = [waiting[c.order] for c in chosen][: int(min(room, len(chosen)))]
-        while joined and not self._batch_pays(batch + joined):  # a measuring clock: only where batching is cheaper
-            joined.pop()
-        return joined
-
-    def _closed_draft(self, request: Request) -> bool:
-        return not request.is_post_audio and self.now >= request.watch.closes
+    def _drop(self, closed: list[Request]) -> None:
+        """Idle-window work whose window closed while it waited: its session goes on from the window's end
+        (``submit`` raises ``WindowClosed``)."""
+        for request in closed:
+            request.dropped = True
+            request.lane.local_ms = max(request.lane.local_ms, request.closes_ms)
+            request.lane.runnable = True
+            self.requests.remove(request)
 
     def _next_arrival(self) -> float:
         """The earliest moment a session waiting for time gets its next chunk's audio (infinity when none waits)."""
@@ -728,172 +523,28 @@ class SharedDevice:
         asleep = [lane.audio_due for lane in self.lanes if lane.audio_due is not None]
         return min([t for t in (*waiting, *asleep) if t is not None], default=float("inf"))
 
-    def _drop_closed_drafts(self) -> bool:
-        """Drop the idle-window work whose window has closed (its session's next audio arrived while it waited)."""
-        closed = [r for r in self.requests if self._closed_draft(r)]
-        for request in closed:
-            request.dropped = True
-            request.lane.local_ms = max(request.lane.local_ms, request.watch.closes)
-            request.lane.runnable = True
-            self.requests.remove(request)
-        self.stats.dropped_drafts += len(closed)
-        return bool(closed)
-
-    def _estimate(self, request: Request) -> float:
-        """``request``'s expected cost, worked out once (its work does not change while it waits)."""
-        if request.estimate_ms is None:
-            request.estimate_ms = self._estimate_ms(request.work)
-        return request.estimate_ms
-
-    def _estimate_ms(self, work: DeviceWork) -> float:
-        """The expected cost of a forward or an encoding: the clock's own estimate (a cost profile; for forwards, the
-        wall clock's line of what they measured), else what work of its kind and size cost so far (``MeasuredCosts``)."""
-        if work.kind == ENCODE:
-            estimate = self.clock.estimate_encode_ms(encode_pieces(work))
-        else:
-            estimate = self.clock.estimate_ms(work.query_tokens, work.context_tokens)
-        return estimate if estimate is not None else self.measured.estimate(work.kind, work_size(work))
-
     def forward_estimate_ms(self, query_tokens: int, context_tokens: int) -> float | None:
         """What one forward of this shape is expected to cost alone, as the clock says (a cost profile's price, the
         wall clock's line of the forwards this device ran alone); None before anything is known."""
-        return self.clock.estimate_ms(query_tokens, context_tokens)
-
-    def _estimate_step_ms(self, works: list[DeviceWork]) -> float:
-        """The expected cost of a batched step of these forwards or encodings: the clock's batch estimate, else (a
-        measuring clock) the members' measured costs alone times the batch factor measured so far."""
-        if works[0].kind == ENCODE:
-            estimate = self.clock.estimate_encode_ms(step_pieces(works))
-        else:
-            estimate = self.clock.estimate_batch_ms([(w.query_tokens, w.context_tokens) for w in works])
-        if estimate is not None:
-            return estimate
-        return self.measured.estimate_batch(works[0].kind, [self._estimate_ms(w) for w in works])
-
-    def _batch(self, urgent: list[Request]) -> list[Request]:
-        """The first waiting request, and with batching (or, for an encoding, ``batch_encodings``) every other waiting
-        request of the same kind."""
-        first = urgent[0]
-        kind = first.work.kind
-        if kind == TALK or not (self.batching or self._batches(kind)):  # a talker's pieces run one at a time
-            return [first]
-        limit = self.max_batch or len(urgent)
-        batch = [first, *[r for r in urgent[1:] if r.work.kind == first.work.kind][: limit - 1]]
-        return batch if self._batch_pays(batch) else [first]
-
-    def _batch_pays(self, batch: list[Request]) -> bool:
-        """Whether ``batch`` is expected to cost less as one step than one after another: a cost profile batches
-        whenever asked; a measuring clock only where the batches it measured say so (``MeasuredCosts.batch_pays``)."""
-        if len(batch) < 2 or not self.clock.measured:
-            return True
-        return self.measured.batch_pays(batch[0].work.kind, [self._estimate(r) for r in batch])
+        return self.estimates.forward_ms(query_tokens, context_tokens)
 
     def _execute(self, batch: list[Request]) -> None:
-        """Run one device step; past the watchdog's limit, its sessions' requests end with the ``ChunkTimeout``
-        (raised in each session's own greenlet by ``submit``)."""
+        """Run one device step (``StepExecutor``) and hand each request back to its session: with a result, or with
+        the error its own work raised, or past the watchdog's limit with the ``ChunkTimeout`` (each raised in its
+        session's own greenlet by ``submit``)."""
         if self.host_bound:
             self._unwatch()  # (a device step is not host code)
         else:
             doing = "; ".join(r.lane.where() or f"slot {r.lane.slot}" for r in batch)
             self._watch(f"{doing}, in a device step ({batch[0].work.kind})")
-        try:
-            self._run_step(batch)
-        except ChunkTimeout as err:
-            self.watchdog.disarm()
-            batched = f" (a batched step of {len(batch)} sessions: all of them failed)" if len(batch) > 1 else ""
-            timeout = ChunkTimeout(self.watchdog.reason_of(err) + batched)
-            for request in batch:
-                request.timed_out = timeout
-                self._hand_back(request)
-        except DeviceTimeError:
-            raise
-        except self._contained as err:  # the work itself raised: it fails the session whose work it was, not the device
-            self._fail_step(batch, err)
-
-    @property
-    def _contained(self) -> type[BaseException]:
-        """What a session's work may raise that fails that session alone: any ``Exception``; on a served device
-        (``fail_alone``) any ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, ``GreenletExit`` from a plug-in:
-        nothing outside the device's own thread raises them there)."""
-        return BaseException if self.fail_alone else Exception
-
-    def _fail_step(self, batch: list[Request], err: BaseException) -> None:
-        """A step whose work raised ``err``. Alone, its session gets the error (raised in its greenlet by ``submit``);
-        batched, each request runs again alone, so the session whose work is at fault fails and the others get
-        their results (a batched call that raised changed no session's state: it fails before any cache is
-        written)."""
-        if len(batch) == 1:
-            batch[0].failed = err
-            self._hand_back(batch[0])
-            return
+        self.now = self.executor.execute(batch, self.now)
         for request in batch:
-            try:
-                self._run_step([request])
-            except (ChunkTimeout, DeviceTimeError):
-                raise
-            except self._contained as alone:
-                request.failed = alone
-                self._hand_back(request)
-
-    def _hand_back(self, request: Request) -> None:
-        """``request`` ends without a result (its session's ``submit`` raises why)."""
-        request.lane.runnable = True
-        if request in self.requests:
-            self.requests.remove(request)
-
-    def _run_step(self, batch: list[Request]) -> None:
-        began = time.perf_counter()
-        if len(batch) == 1:
-            done = self.clock.stopwatch().run(batch[0].work)
-            results, wall, cost = [done.result], done.wall_ms, done.charged_ms
-            self.measured.add(batch[0].work.kind, work_size(batch[0].work), cost)
-        elif batch[0].work.kind == FORWARD:
-            results, wall, cost = self._run_batch([r.work for r in batch])
-            self.stats.batched_steps += 1
-            self.stats.batched_forwards += len(batch)
-            self.measured.add_batch(FORWARD, cost, [self._estimate_ms(r.work) for r in batch])
-        elif self.batch_encodings:
-            results, wall, cost = self._run_batch([r.work for r in batch])
-            self.stats.batched_encode_steps += 1
-            self.stats.batched_encodings += len(batch)
-            self.measured.add_batch(ENCODE, cost, [self._estimate_ms(r.work) for r in batch])
-        else:  # audio encodings of sessions waiting together: one step, one after another (no batching gain)
-            done = [self.clock.stopwatch().run(r.work) for r in batch]
-            results, wall, cost = [d.result for d in done], sum(d.wall_ms for d in done), sum(d.charged_ms for d in done)
-        working = (time.perf_counter() - began) * 1000.0  # the work and its charge, as a session alone pays them
-        if not (math.isfinite(cost) and cost >= 0):
-            raise DeviceTimeError(f"the clock charged a device step {cost!r} ms (a finite number >= 0 expected)")
-        start = self.now
-        self.now = device_time(start + cost if self.realtime is None else max(start, self.realtime.ms()),
-                               "the end of a device step")
-        self.stats.steps += 1
-        self.stats.charge(batch, cost)
-        for request, result in zip(batch, results):
-            request.done = WorkDone(result, wall, cost, start - request.submitted_ms, len(batch))
-            self._add_busy(request.lane, working / len(batch))  # a batched step's time, shared
-            request.lane.local_ms = self.now
+            if request.done is not None and request.failed is None and request.timed_out is None:
+                self._add_busy(request.lane, request.host_ms)
+                request.lane.local_ms = request.ended_ms
             request.lane.runnable = True
-            self.requests.remove(request)
-
-    def _run_batch(self, works: list[DeviceWork]) -> tuple[list, float, float]:
-        """Several sessions' forwards, or audio encodings, as one step: really batched under a measured clock (where
-        the adapter can: ``ModelAdapter.forward_many``, ``ModelAdapter.encode_many``), one after another otherwise;
-        the cost is the clock's charge for a batch of them."""
-        adapter, encoding = works[0].adapter, works[0].kind == ENCODE
-        adapter.synchronize()
-        start = time.perf_counter()
-        if self.clock.measured:
-            results = (adapter.encode_many if encoding else adapter.forward_many)([(w.adapter, *w.call) for w in works])
-            if encoding:
-                results = [w.with_silence(r) for w, r in zip(works, results)]
-        else:
-            results = [w.run() for w in works]
-        adapter.synchronize()
-        wall = (time.perf_counter() - start) * 1000.0
-        watch = self.clock.stopwatch()
-        if encoding:
-            return results, wall, watch.charge_encode_batch(step_pieces(works), wall)
-        return results, wall, watch.charge_batch([(w.query_tokens, w.context_tokens) for w in works], wall)
+            if request in self.requests:
+                self.requests.remove(request)
 
     def _advance(self, stall_ok: bool = False) -> bool:
         """Move the device's time to the next wake-up; False when nobody waits for time (a stall, unless
