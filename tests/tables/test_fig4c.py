@@ -29,24 +29,24 @@ def lags(s_ms, t_ms):
     return [{"session_id": "s", "max_lag_ms": s_ms}, {"session_id": "t", "task": "fdb_v3", "max_lag_ms": t_ms}]
 
 
-def single(folder):
+def single(folder, model="m"):
     """AR and Speculative Listening alone on the device (N = 1): speak 4x, tool 20x."""
-    write_run(folder / "ar_n1", "ar", rows((400.0, 400.0), 2000.0), lags(100.0, 300.0))
+    write_run(folder / "ar_n1", "ar", rows((400.0, 400.0), 2000.0), lags(100.0, 300.0), model=model)
     # another draft policy in the config: it does not apply to a session alone, the runs still compare
-    write_run(folder / "sl_n1", "speclisten", rows((100.0, 100.0), 100.0), lags(0.0, 0.0), draft_policy="round_robin")
+    write_run(folder / "sl_n1", "speclisten", rows((100.0, 100.0), 100.0), lags(0.0, 0.0), draft_policy="round_robin", model=model)
     return folder
 
 
-def concurrent(folder):
+def concurrent(folder, model="m"):
     """N = 4: AR (expected_savings) and SL under two draft policies; AR and SL batched."""
     write_run(folder / "ar_n4", "ar", rows((800.0, 800.0), 4000.0, (True, False, False, True), (100.0, 300.0, 200.0, 0.0)),
-              lags(1500.0, 500.0), sharing=N4)
+              lags(1500.0, 500.0), sharing=N4, model=model)
     write_run(folder / "sl_n4_es", "speclisten", rows((300.0, 100.0), 400.0, wait=(10.0, 10.0, 10.0, 10.0)),
-              lags(0.0, 100.0), sharing=N4)
+              lags(0.0, 100.0), sharing=N4, model=model)
     write_run(folder / "sl_n4_rr", "speclisten", rows((400.0, 400.0), 1000.0, (False, False, False, True)),
-              lags(200.0, 600.0), sharing=N4, draft_policy="round_robin")
-    write_run(folder / "ar_n4_b", "ar", rows((600.0, 600.0), 3000.0), lags(0.0, 0.0), sharing=N4_BATCHED)
-    write_run(folder / "sl_n4_b", "speclisten", rows((150.0, 150.0), 300.0), lags(0.0, 0.0), sharing=N4_BATCHED)
+              lags(200.0, 600.0), sharing=N4, draft_policy="round_robin", model=model)
+    write_run(folder / "ar_n4_b", "ar", rows((600.0, 600.0), 3000.0), lags(0.0, 0.0), sharing=N4_BATCHED, model=model)
+    write_run(folder / "sl_n4_b", "speclisten", rows((150.0, 150.0), 300.0), lags(0.0, 0.0), sharing=N4_BATCHED, model=model)
     return folder
 
 
@@ -112,8 +112,9 @@ def test_fig4c_miss_rates_max_lag_and_device_wait(both):
     assert (ar4["sessions"], ar4["chunks"]) == (2, 4)
 
 
-def test_fig4c_table_columns_paper_values_and_notes(both):
-    table = fig4c_table(load_results([str(both / "all")]))
+def test_fig4c_table_columns_paper_values_and_notes(tmp_path):
+    paper_model = "gander"  # a model the paper measured: the paper's columns stand beside it (paper_numbers.yaml)
+    table = fig4c_table(load_results([str(concurrent(single(tmp_path, paper_model), paper_model))]))
     assert list(table.frame.columns) == [
         "model", "N", "decoder", "speak chunks", "speak speedup", "paper speak speedup", "tool chunks", "tool speedup",
         "paper tool speedup", "deadline-miss rate", "tool deadline-miss rate", "paper tool deadline-miss rate",

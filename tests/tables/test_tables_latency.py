@@ -19,17 +19,20 @@ def tool(s, i, ms, tokens, forwards, task="fdb_v3", **kw):
                  num_post_audio_forwards=forwards, **kw)
 
 
+PAPER_MODEL = "gander"  # a model the paper measured: the paper's columns stand beside it (paper_numbers.yaml models)
+
+
 @pytest.fixture
 def pair(tmp_path):
     """AR: speak [300, 500] ms, 3 and 5 tokens at one per forward; SL: [100, 100] ms, one forward each."""
     write_run(tmp_path / "ar", "ar", [speak("s1", 0, 300.0, 3, 3), speak("s1", 1, 500.0, 5, 5),
                                       chunk("s1", 2, kind="listen", post_audio_ms=50.0),
                                       tool("t1", 0, 2000.0, 40, 40), tool("t1", 1, 1000.0, 20, 20),
-                                      tool("q1", 0, 800.0, 8, 8, task="llama_questions")])
+                                      tool("q1", 0, 800.0, 8, 8, task="llama_questions")], model=PAPER_MODEL)
     write_run(tmp_path / "sl", "speclisten", [speak("s1", 0, 100.0, 3, 1), speak("s1", 1, 100.0, 5, 1, ),
                                               chunk("s1", 2, kind="listen", post_audio_ms=999.0),
                                               tool("t1", 0, 100.0, 40, 2), tool("t1", 1, 200.0, 20, 3),
-                                              tool("q1", 0, 1.0, 8, 1, task="llama_questions")])
+                                              tool("q1", 0, 1.0, 8, 1, task="llama_questions")], model=PAPER_MODEL)
     return tmp_path
 
 
@@ -67,7 +70,7 @@ def test_tool_table_uses_fdb_v3_tool_chunks_only(pair):
 
 
 def test_a_missing_chunk_is_an_error_naming_runs_and_chunks(pair):
-    write_run(pair / "sl", "speclisten", [speak("s1", 0, 100.0, 3, 1), tool("t1", 0, 1.0, 1, 1)])
+    write_run(pair / "sl", "speclisten", [speak("s1", 0, 100.0, 3, 1), tool("t1", 0, 1.0, 1, 1)], model=PAPER_MODEL)
     with pytest.raises(ChunkSetMismatch) as err:
         speak_speedup_table(load_results([str(pair)]))
     message = str(err.value)
@@ -89,7 +92,7 @@ def test_table3_max_lag_on_fdb_v3_sessions(tmp_path):
     for decoder, values in lags.items():
         sessions = [{"session_id": f"f{i}", "task": "fdb_v3", "max_lag_ms": v} for i, v in enumerate(values)]
         sessions.append({"session_id": "q", "task": "llama_questions", "max_lag_ms": 9999.0})
-        write_run(tmp_path / decoder, decoder, [chunk(s["session_id"], 0) for s in sessions], sessions)
+        write_run(tmp_path / decoder, decoder, [chunk(s["session_id"], 0) for s in sessions], sessions, model=PAPER_MODEL)
     table = max_lag_table(load_results([str(tmp_path)]))
     rows = records(table, ["decoder", "sessions", "mean max lag ms", "max max lag ms", "sessions > 1 s", "mean vs ar"])
     assert rows[0] == {"decoder": "ar", "sessions": 4, "mean max lag ms": 1125.0, "max max lag ms": 2500.0,
@@ -125,7 +128,7 @@ def test_table5_onset_is_a_mean_over_task_means_and_tool_latency_on_fdb_v3(tmp_p
             chunk("f1", 0, task="fdb_v3", kind="tool", response_ms=1000.0),
             chunk("f1", 1, task="fdb_v3", kind="tool", response_ms=3000.0),
             chunk("b1", 1, task="b", kind="tool", response_ms=9000.0)]
-    write_run(tmp_path / "ar", "ar", rows)
+    write_run(tmp_path / "ar", "ar", rows, model=PAPER_MODEL)
     table = latency_table(load_results([str(tmp_path)]))
     assert records(table, ["onset ms", "tasks", "onsets", "tool-call ms", "tool chunks"]) == [
         {"onset ms": 125.0, "tasks": 2, "onsets": 3, "tool-call ms": 2000.0, "tool chunks": 2}]

@@ -66,17 +66,18 @@ def test_a_live_run_shows_no_paper_column_and_no_paper_note(tmp_path):
 
 def test_beside_an_in_process_setup_a_live_setups_paper_cells_stay_empty(tmp_path):
     live_runs(tmp_path / "both" / "live")
-    write_run(tmp_path / "both" / "replayed" / "ar", "ar", replies(400.0, 1000.0))
-    write_run(tmp_path / "both" / "replayed" / "speclisten", "speclisten", replies(100.0, 250.0))
+    # gander: a model the paper measured (paper_numbers.yaml models), so the paper's columns stand beside it
+    write_run(tmp_path / "both" / "replayed" / "ar", "ar", replies(400.0, 1000.0), model="gander")
+    write_run(tmp_path / "both" / "replayed" / "speclisten", "speclisten", replies(100.0, 250.0), model="gander")
     table = speak_speedup_table(load_results([str(tmp_path / "both")]))
     paper = {(row["model"], row["decoder"]): (row["paper speedup"], row["paper #MAT"])
              for row in table.frame.to_dict("records")}
-    assert paper[("m", "ar")] == ("1.00", "1.00") and paper[("m", "speclisten")][0] == "2.60-2.76"
+    assert paper[("gander", "ar")] == ("1.00", "1.00") and paper[("gander", "speclisten")][0] == "2.60-2.76"
     assert paper[("embedded@127.0.0.1:8099", "ar")] == ("", "")
     assert paper[("embedded@127.0.0.1:8099", "speclisten_stream")] == ("", "")
     onset = {(row["model"], row["decoder"]): row["paper onset ms"]
              for row in latency_table(load_results([str(tmp_path / "both")])).frame.to_dict("records")}
-    assert onset[("m", "ar")] == "417-1089" and onset[("embedded@127.0.0.1:8099", "ar")] == ""
+    assert onset[("gander", "ar")] == "417-1089" and onset[("embedded@127.0.0.1:8099", "ar")] == ""
 
 
 def test_the_live_run_json_written_here_has_the_shape_a_live_run_writes(tmp_path):

@@ -108,37 +108,89 @@ def fig4a_table(results: Results, data: pd.DataFrame | None = None) -> Table:
     return Table("fig4a_forwards_by_length", title, pd.DataFrame(rows), {}, notes, [], provenance_notes(results))
 
 
+FIXED_COLUMN = "same outputs at every T"  # fig4b_data: the baseline's outputs of the row's kind never change with T
+KIND_MASKS = {"speak": metrics.speak_mask, "tool": metrics.tool_mask}  # Figure 4b's chunk subsets
+
+
+def temperature_groups(results: Results) -> list[list[Setup]]:
+    """The setups equal in everything but the sampling temperature, grouped (Figure 4b's sweeps), each by T."""
+    by_rest: dict[tuple, list[Setup]] = {}
+    for setup in results.setups():
+        by_rest.setdefault(setup.without_temperature(), []).append(setup)
+    return [sorted(setups, key=lambda s: s.temperature) for setups in by_rest.values()]
+
+
+def temperature_group_label(setup: Setup) -> str:
+    """A setup's label without its temperature: the name of its Figure 4b sweep."""
+    return setup_label(setup).replace(f"T={setup.temperature:g} / ", "")
+
+
+def fixed_at_every_temperature(bases: list[Cell], mask) -> bool:
+    """Whether the baseline runs of one sweep (``bases``, one per temperature) committed the same output tokens on
+    the chunks ``mask(chunks)`` selects at every temperature: the same chunks, each with the same tokens. False with
+    fewer than two temperatures or no such chunk."""
+    outputs = [metrics.chunk_outputs(base.chunks, mask(base.chunks)) for base in bases]
+    return len(outputs) > 1 and bool(outputs[0]) and all(o == outputs[0] for o in outputs[1:])
+
+
 @single_session
 def fig4b_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     """Speak and tool speedup over the baseline at the same temperature, for decoders run at several
-    temperatures with everything else equal; one row per (setup, decoder, temperature, kind)."""
-    by_rest: dict[tuple, list] = {}
-    for setup in results.setups():
-        by_rest.setdefault(setup.without_temperature(), []).append(setup)
+    temperatures with everything else equal; one row per (setup, decoder, temperature, kind), with the baseline's
+    name and whether its outputs of that kind are token-identical at every temperature of the sweep
+    (``FIXED_COLUMN``: ``fixed_at_every_temperature``; then the speedup is measured on the same outputs at each T)."""
     shown = [name for name in varying(results) if name != "temperature"]
     rows = []
-    for setups in by_rest.values():
+    for setups in temperature_groups(results):
+        bases = [base for base in (results.cell(s, baseline) for s in setups) if base is not None]
+        fixed = {kind: fixed_at_every_temperature(bases, mask) for kind, mask in KIND_MASKS.items()}
         for setup in setups:
             base = results.cell(setup, baseline)
             for cell in results.in_setup(setup) if base is not None and len(setups) > 1 else []:
                 if cell is not base:
-                    rows += _temperature_rows(base, cell, shown)
+                    rows += _temperature_rows(base, cell, shown, fixed)
     data = pd.DataFrame(rows, columns=[*shown_names(results, shown), "group", "decoder", "temperature", "kind",
-                                       "speedup", "chunks"])
+                                       "speedup", "chunks", "baseline", FIXED_COLUMN])
     swept = data.groupby(["group", "decoder", "kind"])["temperature"].transform("nunique") > 1
     return data[swept].reset_index(drop=True)
 
 
-def _temperature_rows(base, cell, shown: list[str]) -> list[dict]:
+def _temperature_rows(base, cell, shown: list[str], fixed: dict[str, bool]) -> list[dict]:
     rows, names = [], (run_names(base), run_names(cell))
-    group = setup_label(cell.setup).replace(f"T={cell.setup.temperature:g} / ", "")
-    for kind, mask in (("speak", metrics.speak_mask(base.chunks)), ("tool", metrics.tool_mask(base.chunks))):
-        result = metrics.speedup(base.chunks, cell.chunks, mask, names, kind)
+    for kind, mask in KIND_MASKS.items():
+        result = metrics.speedup(base.chunks, cell.chunks, mask(base.chunks), names, kind)
         if result.chunks:
-            rows.append({**setup_columns(cell.setup, shown), "group": group, "decoder": cell.decoder,
-                         "temperature": cell.setup.temperature, "kind": kind, "speedup": result.speedup,
-                         "chunks": result.chunks})
+            rows.append({**setup_columns(cell.setup, shown), "group": temperature_group_label(cell.setup),
+                         "decoder": cell.decoder, "temperature": cell.setup.temperature, "kind": kind,
+                         "speedup": result.speedup, "chunks": result.chunks, "baseline": base.decoder,
+                         FIXED_COLUMN: fixed[kind]})
     return rows
+
+
+def fixed_output_notes(results: Results, baseline: str, data: pd.DataFrame) -> list[str]:
+    """Per sweep of Figure 4b (a group of ``data``), what its baseline's outputs say about its speedups: every output
+    token-identical at every temperature (the temperature may not have been applied), or its FDB v3 tool calls
+    token-identical (the model is that sure of them: sampling drew its greedy call each time, so the tool speedup
+    compares the same calls at every T)."""
+    notes, swept = [], set(data["group"])
+    for setups in temperature_groups(results):
+        bases = [base for base in (results.cell(s, baseline) for s in setups) if base is not None]
+        group = temperature_group_label(setups[0])
+        if group not in swept:
+            continue
+        temps = ", ".join(f"{base.setup.temperature:g}" for base in bases)
+        if fixed_at_every_temperature(bases, lambda chunks: pd.Series(True, index=chunks.index)):
+            notes.append(f"{group}: every output of {baseline} is token-identical at every temperature (T={temps}): "
+                         "check that the temperature was applied (run.json config.sampling.temperature)")
+        elif fixed_at_every_temperature(bases, metrics.tool_mask):
+            calls = metrics.chunk_outputs(bases[0].chunks, metrics.tool_mask(bases[0].chunks))
+            speak = ("; its sampled speak chunks do change" if metrics.speak_mask(bases[0].chunks).any()
+                     and not fixed_at_every_temperature(bases, metrics.speak_mask) else "")
+            notes.append(f"{group}: {baseline}'s {len(calls)} FDB v3 tool calls ({sum(map(len, calls.values()))} "
+                         f"tokens) are token-identical at every temperature (T={temps}): the model puts so much "
+                         "probability on each token of its calls that sampling drew its greedy call every time, so "
+                         f"the tool speedup is measured on the same calls at every T{speak}")
+    return notes
 
 
 @single_session
@@ -147,14 +199,15 @@ def fig4b_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
     data = fig4b_data(results, baseline) if data is None else data
     frame = pd.DataFrame()
     if len(data):
-        keys = [c for c in data.columns if c not in ("kind", "speedup", "chunks")]
+        keys = [c for c in data.columns if c not in ("kind", "speedup", "chunks", "baseline", FIXED_COLUMN)]
         frame = data.pivot_table(index=keys, columns="kind", values="speedup").reset_index()
         frame = frame.rename(columns={"speak": "speak speedup", "tool": "tool speedup", "temperature": "T"})
         order = sorted(range(len(frame)), key=lambda i: (frame["group"][i], decoder_order(frame["decoder"][i]), frame["T"][i]))
         frame = frame.iloc[order].drop(columns="group").reset_index(drop=True)
         frame.columns.name = None
     notes = [f"speedup over the {baseline} run at the same temperature (same seed), on speak chunks and FDB v3 tool "
-             "chunks; decoders run at two or more temperatures", paper_note("fig4b")]
+             "chunks; decoders run at two or more temperatures", *fixed_output_notes(results, baseline, data),
+             paper_note("fig4b")]
     if not len(data):
         temps = sorted({s.temperature for s in results.setups()})
         notes.insert(0, "no temperature sweep: no decoder was run at several temperatures with its baseline "
@@ -185,7 +238,7 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
     shared the device."""
     cells = sharing_cells(results)
     shown = varying(results, FIG4C_SETUP_FIELDS)
-    columns = [*shown_names(results, shown), "group", "greedy", "real weights", "paper kind", "N", "decoder", "label",
+    columns = [*shown_names(results, shown), "group", "paper kind", "N", "decoder", "label",
                "draft policy", "batching", "batched encodings", "is baseline", "baseline run", *FIG4C_METRICS,
                *UTILISATION]
     label = _fig4c_labeller(cells)
@@ -195,8 +248,7 @@ def fig4c_data(results: Results, baseline: str = "ar") -> pd.DataFrame:
         speak, tool = _fig4c_speedups(base, cell)
         chunks, tools = cell.chunks, cell.chunks[metrics.tool_mask(cell.chunks)]
         rows.append({**setup_columns(cell.setup, shown), "group": group_label(cell.setup),
-                     "greedy": cell.setup.temperature == 0, "real weights": not cell.setup.random_weights,
-                     "paper kind": not cell.setup.live and cell.setup.encode_scale == 1.0,  # in process, as profiled
+                     "paper kind": cell.setup.of_paper_kind,  # the paper's model, greedy, batch 1, ...
                      "N": cell.setup.concurrency,
                      "decoder": cell.decoder, "label": label(cell), "draft policy": cell.setup.draft_policy,
                      "batching": cell.setup.batching, "batched encodings": cell.setup.batch_encodings,
@@ -405,9 +457,7 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
     encodings = _flags(data, "batched encodings")
     if encodings.nunique() > 1:
         frame["batched encodings"] = ["yes" if flag else "no" for flag in encodings]
-    comparable = data["greedy"].astype(bool) & ~data["batching"].astype(bool) & ~encodings  # the paper: batch 1
-    comparable &= pd.Series(data.get("real weights", True), index=data.index).astype(bool)  # no random weights
-    comparable &= pd.Series(data.get("paper kind", True), index=data.index).astype(bool)  # not live, no what-if
+    comparable = data["paper kind"].astype(bool)  # Setup.of_paper_kind: the one decision of where the paper stands
     for column in FIG4C_METRICS[:-2]:
         frame[column] = data[column]
         if column in FIG4C_PAPER:
@@ -433,9 +483,9 @@ def fig4c_table(results: Results, baseline: str = "ar", data: pd.DataFrame | Non
         notes.append(f"no {baseline} run at N={row['N']} with the device shared as for {row['label']} ({row['group']}): "
                      "no speedups there")
     frame, notes = paper_columns_kept(frame, notes, [
-        "paper columns: the paper's Streaming SLM values on FDB v3 at the same N (greedy, unbatched rows of real "
-        "weights replayed in process only, none for a live run); its N = 1 tool speedup was measured on the wall "
-        "clock; the paper's models differ from ours", paper_note("fig4c")])
+        "paper columns: the paper's Streaming SLM values on FDB v3 at the same N (greedy, unbatched rows of a model "
+        "the paper measured, with real weights, replayed in process only, none for a live run); its N = 1 tool "
+        "speedup was measured on the wall clock", paper_note("fig4c")])
     formats = {"speak speedup": ".2f", "tool speedup": ".2f", "deadline-miss rate": ".1%",
                "tool deadline-miss rate": ".1%", "mean max lag ms": ".1f", "mean device wait ms": ".1f",
                **dict.fromkeys(UTILISATION, ".1%")}

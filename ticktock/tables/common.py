@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ticktock.clocks.sources import COST_FIELDS
 from ticktock.clocks.sources import summary as sources_summary
 from ticktock.tables.load import Results, Setup
+from ticktock.tables.paper import not_measured_note
 
 MISSING = "–"
 NOT_SEEN = "n/a"  # a live run's cell the client cannot see (the server's #MAT, forwards, drafts, token ids)
@@ -39,10 +41,35 @@ PER_TURN_NOTE = ("per-turn protocol (run.json clock.per_unit false): the server 
                  "not measured there; its onset, first audio, stalls and tool-call latency are")
 
 
+PASSED, FAILED, REPORTED, NOT_CHECKED = "passed", "failed", "reported, not failed", "not checked"
+OUTCOMES = (FAILED, PASSED, REPORTED, NOT_CHECKED)
+
+
+@dataclass(frozen=True)
+class Check:
+    """What one check of a table did in one setup, for the report's banner: ``name`` (e.g. "Losslessness"),
+    ``outcome`` (``FAILED``, ``PASSED``, ``REPORTED``: a difference shown that is by rule no failure, or
+    ``NOT_CHECKED``), ``where`` (the setup's label) and ``detail`` (what was compared, or why nothing was).
+
+    >>> Check("Losslessness", NOT_CHECKED, "m / wall / cpu / T=0 / seed 0", "no ar run beside these runs").line
+    'Losslessness not checked in m / wall / cpu / T=0 / seed 0: no ar run beside these runs'
+    """
+
+    name: str
+    outcome: str
+    where: str
+    detail: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.name} {self.outcome} in {self.where}: {self.detail}"
+
+
 @dataclass
 class Table:
     """A display-ready table: ``frame`` holds numbers (formatted by ``formats``) or strings; ``notes``
-    explain it, ``failures`` are check failures to print loudly, ``provenance`` says what produced it."""
+    explain it, ``failures`` are check failures to print loudly, ``provenance`` says what produced it, ``checks``
+    what the table's checks did and did not do in each setup (the report's banner: ``Check``)."""
 
     key: str
     title: str
@@ -51,6 +78,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     provenance: list[str] = field(default_factory=list)  # model, clock (profile, provenance), device, sampling
+    checks: list[Check] = field(default_factory=list)
 
     def formatted(self) -> pd.DataFrame:
         """Every cell as text: numbers by their column format, missing values as a dash."""
@@ -156,6 +184,18 @@ def random_weights_note(setup: Setup) -> str:
             f"real {setup.model}, so no paper value is shown for it")
 
 
+def paper_model_note(setup: Setup) -> str:
+    """The provenance line of an in-process setup whose model the paper did not measure (``paper.not_measured_note``;
+    '' for one it did, and for a live run: its model is what a server reports, never set beside the paper's).
+
+    >>> paper_model_note(Setup("fixture", "wall", "cpu", 0.0, 0, 1.0, 0))[:42]
+    'model fixture: not one the paper measured '
+    >>> paper_model_note(Setup("gander", "wall", "cpu", 0.0, 0, 1.0, 0))
+    ''
+    """
+    return "" if setup.live else not_measured_note(setup.model)
+
+
 def describe_model(meta: dict) -> str:
     endpoint = (meta.get("environment") or {}).get("endpoint")
     if isinstance(endpoint, dict):
@@ -203,6 +243,67 @@ def describe_clock(meta: dict, setup: Setup) -> str:
         return (f"clock {clock_label(setup)}: modeled from cost profile {clock['profile']} for device {setup.device}"
                 f"{scaled}; provenance: {provenance}" + (f"; sources: {sources}" if sources else ""))
     return f"clock {clock_label(setup)}: measured on device {setup.device}"
+
+
+def clock_headline(meta: dict, setup: Setup) -> str:
+    """A setup's clock as the report's first lines say it: live, modeled (by which cost profile, for which device,
+    and whether the profile's costs were measured: ``profile_standing``) or measured on which device.
+
+    >>> meta = {"clock": {"name": "modeled", "profile": "p", "profile_sources": {"forward_ms": {"derived": "x"}}}}
+    >>> print(clock_headline(meta, Setup("m", "modeled:p", "A100 (derived)", 0.0, 0, 1.0, 0)))
+    modeled clock modeled:p: every latency is charged by cost profile p for A100 (derived), not timed on the machine that ran it; a derived profile, not measured: derived forward_ms
+    >>> clock_headline({"clock": {"name": "wall"}}, Setup("m", "wall", "Test CPU", 0.0, 0, 1.0, 0))
+    'wall clock: measured on Test CPU'
+    """
+    clock = meta.get("clock") or {}
+    if clock.get("kind") == "live":
+        return f"live clock {clock_label(setup)}: measured in real time on the client's clock against {setup.device}"
+    if clock.get("profile"):
+        return (f"modeled clock {clock_label(setup)}: every latency is charged by cost profile {clock['profile']} for "
+                f"{setup.device}{encode_scale_note(setup)}, not timed on the machine that ran it; "
+                f"{profile_standing(clock)}")
+    return f"{clock_label(setup)} clock: measured on {setup.device}"
+
+
+def profile_standing(clock: dict) -> str:
+    """Whether a modeled clock's cost profile was measured, from the sources its cost fields name (run.json
+    ``clock.profile_sources``; a talker's cost is left out: it charges only runs with a talker), or its provenance
+    when it names none.
+
+    >>> profile_standing({"profile_sources": {"forward_ms": {"measured": "calibrate"}, "encode_ms": {"derived": "x"}}})
+    'a partly measured profile: measured forward_ms; derived encode_ms'
+    >>> profile_standing({"profile_provenance": "DERIVED for tests"})
+    'profile provenance: DERIVED for tests'
+    """
+    sources = clock.get("profile_sources") if isinstance(clock.get("profile_sources"), dict) else {}
+    costs = {name: entry for name, entry in sources.items()
+             if name in COST_FIELDS and isinstance(entry, dict) and len(entry) == 1}
+    if not costs:
+        return f"profile provenance: {clock.get('profile_provenance') or 'none recorded'}"
+    kinds = {kind for entry in costs.values() for kind in entry}
+    if kinds == {"measured"}:
+        standing = "a measured profile"
+    elif "measured" in kinds:
+        standing = "a partly measured profile"
+    else:
+        standing = "a derived profile, not measured" if "derived" in kinds else "a profile not measured"
+    return f"{standing}: {sources_summary(costs)}"
+
+
+def clock_lines(results: Results) -> list[str]:
+    """One line per clock the results' figures are on (``clock_headline``), with its runs and models when the
+    results hold several clocks."""
+    groups: dict[str, list] = {}
+    for cell in results.cells:
+        groups.setdefault(clock_headline(cell.meta, cell.setup), []).append(cell)
+    if len(groups) == 1:
+        return list(groups)
+    lines = []
+    for line, cells in groups.items():
+        runs = len({run.path for cell in cells for run in cell.runs})
+        models = ", ".join(dict.fromkeys(cell.setup.model_label for cell in cells))
+        lines.append(f"{line} ({runs} run{'s' if runs != 1 else ''}: model {models})")
+    return lines
 
 
 def encode_scale_note(setup: Setup) -> str:
@@ -276,7 +377,7 @@ def provenance_notes(results: Results, setups: list[Setup] | None = None) -> lis
     for setup in setups:
         cell = next(c for c in results.cells if c.setup == setup)
         noise = describe_noise(results, setup)
-        weights = [note for note in (random_weights_note(setup),) if note]
+        weights = [note for note in (random_weights_note(setup), paper_model_note(setup)) if note]
         model = f"model {setup.model_label}: {describe_model(cell.meta)}"
         for line in (model, *weights, describe_clock(cell.meta, setup), *noise):
             if line not in seen:

@@ -36,15 +36,15 @@ ABLATION = {
 }
 LLAMA_TASK = "llama_questions"
 PAPER_COLUMNS = ("paper columns: the paper's value for the matching decoder (a range over its four models where it "
-                 "reports several), for setups of the paper's kind only: greedy, real weights (none for a model with "
-                 "random weights, e.g. a miniature), replayed in process (none for a live run), one session alone on "
-                 "the device, encoding costs as profiled; the paper's models differ from ours")
+                 "reports several), for setups of the paper's kind only (Setup.compares_with_paper): a model the paper "
+                 "measured (paper_numbers.yaml models) with real weights (none for a miniature), greedy, replayed in "
+                 "process (none for a live run), one session alone on the device, encoding costs as profiled")
 
 
 def _paper(setup, *args, **kwargs) -> str:
-    """The paper's value, for setups of the paper's kind only (``Setup.compares_with_paper``: greedy, real weights,
-    in process, one session alone, encoding costs as profiled); a column no row fills is dropped
-    (``paper_columns_kept``)."""
+    """The paper's value, for setups of the paper's kind only (``Setup.compares_with_paper``: a model the paper
+    measured, real weights, greedy, in process, one session alone, encoding costs as profiled); a column no row fills
+    is dropped (``paper_columns_kept``)."""
     return paper_value(*args, **kwargs) if setup.compares_with_paper else ""
 
 

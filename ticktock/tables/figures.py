@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter, ScalarFormatter  # noqa: E402
 
+from ticktock.tables.analysis import FIXED_COLUMN  # noqa: E402
 from ticktock.tables.metrics import BUCKET_LABELS  # noqa: E402
 
 LABELS = {"ar": "AR", "speclisten_silence": "silence draft only", "speclisten": "Speculative Listening"}
@@ -74,10 +75,34 @@ def _y_scale(ax, top: float) -> None:
     ax.set_ylim(0.8, top * 1.5)
 
 
+FIXED_WHAT = {"speak": "speak outputs", "tool": "tool calls"}
+
+
+def fig4b_annotations(data: pd.DataFrame) -> dict[str, str]:
+    """The line a panel of Figure 4b carries when, in every sweep it shows, the baseline's outputs of its kind are
+    token-identical at every temperature (``analysis.FIXED_COLUMN``): why its speedup does not move with T.
+
+    >>> rows = pd.DataFrame({"kind": ["tool", "speak"], "baseline": ["ar", "ar"],
+    ...                      "same outputs at every T": [True, False]})
+    >>> fig4b_annotations(rows)
+    {'tool': "ar's tool calls token-identical at every T"}
+    """
+    if FIXED_COLUMN not in data:
+        return {}
+    found = {}
+    for kind, rows in data.groupby("kind", sort=False):
+        if rows[FIXED_COLUMN].astype(bool).all():
+            found[str(kind)] = f"{'/'.join(dict.fromkeys(rows['baseline']))}'s {FIXED_WHAT.get(kind, kind)} " \
+                               "token-identical at every T"
+    return found
+
+
 def fig4b(data: pd.DataFrame, path: Path) -> Path | None:
-    """Speedup versus temperature, speak and tool panels; None without a temperature sweep."""
+    """Speedup versus temperature, speak and tool panels (a panel whose baseline outputs never change with T says so:
+    ``fig4b_annotations``); None without a temperature sweep."""
     if data.empty:
         return None
+    notes = fig4b_annotations(data)
     kinds = [k for k in ("speak", "tool") if (data["kind"] == k).any()]
     several = data["group"].nunique() > 1
     fig, axes = plt.subplots(1, len(kinds), figsize=(max(7, 6 * len(kinds)), 5), squeeze=False)
@@ -92,6 +117,8 @@ def fig4b(data: pd.DataFrame, path: Path) -> Path | None:
         ax.set_ylabel(f"{kind} speedup over AR")
         ax.set_title(f"{kind} chunks" + (" (FDB v3)" if kind == "tool" else ""))
         ax.set_ylim(bottom=0)
+        if kind in notes:
+            ax.text(0.5, 0.04, notes[kind], transform=ax.transAxes, ha="center", fontsize=8, color="dimgray")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
     title = "Figure 4b: speedup versus temperature"
     fig.suptitle(title if several else f"{title}\n{textwrap.fill(data['group'].iloc[0], 90)}", fontsize=9)

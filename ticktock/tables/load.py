@@ -68,6 +68,7 @@ from ticktock.results.liveness import interruption
 from ticktock.results.runjson import kind_of, shape_problem
 from ticktock.results.rows import SESSION_SPEECH_COLUMNS, SPEECH_COLUMNS
 from ticktock.results.schema import SCHEMA_VERSION, TABLES
+from ticktock.tables.paper import measured_by_paper
 
 VERSION_KEY = b"ticktock_schema_version"
 OLDEST_READ = 6  # results of schema versions 6 to SCHEMA_VERSION are read: 7 and 8 only added columns (ADDED_IN)
@@ -122,20 +123,42 @@ class Setup:
         return f"{self.model} ({weights})" if weights else self.model
 
     @property
-    def compares_with_paper(self) -> bool:
-        """Whether the paper's figures may stand beside this setup's: a setup of the paper's kind, greedy (the
-        paper's main tables are greedy), real weights (a model with random weights measures the harness, not the
-        model), replayed in process (a live run measures a server over a network: its clock starts ``live:``), one
-        session alone on the device (Figure 4c compares N sessions on its own terms) and the profile's encoding
-        costs as measured (``encode_scale`` 1: a what-if is no setup of the paper's).
+    def paper_model(self) -> bool:
+        """Whether this setup ran a model the paper measured (``paper.measured_by_paper``: the models listed in
+        paper_numbers.yaml) with real weights (a model with random weights measures the harness, not the model).
 
-        >>> Setup("m", "modeled:p", "gpu", 0.0, 0, 1.0, 0).compares_with_paper
+        >>> Setup("gander", "modeled:p", "gpu", 0.0, 0, 1.0, 0).paper_model
         True
-        >>> Setup("m@127.0.0.1:8099", "live:vllm_omni_duplex", "endpoint", 0.0, 0, 1.0, 0).compares_with_paper
+        >>> Setup("fixture", "modeled:p", "gpu", 0.0, 0, 1.0, 0).paper_model
+        False
+        >>> Setup("gander", "wall", "cpu", 0.0, 0, 1.0, 0, random_weights=True, miniature=True).paper_model
         False
         """
-        return (self.temperature == 0 and not self.random_weights and not self.live and not self.shares_device
-                and self.encode_scale == 1.0)
+        return measured_by_paper(self.model) and not self.random_weights
+
+    @property
+    def of_paper_kind(self) -> bool:
+        """Whether this setup is of the paper's kind in all but how many sessions shared the device (Figure 4c
+        compares N sessions on its own terms): the paper's model with real weights (``paper_model``), greedy (the
+        paper's tables are greedy), replayed in process (a live run measures a server over a network: its clock
+        starts ``live:``), the profile's encoding costs as measured (``encode_scale`` 1: a what-if is no setup of
+        the paper's) and batch 1 (no batching of forwards or of audio encodings)."""
+        return (self.paper_model and self.temperature == 0 and not self.live and self.encode_scale == 1.0
+                and not self.batching and not self.batch_encodings)
+
+    @property
+    def compares_with_paper(self) -> bool:
+        """Whether the paper's figures may stand beside this setup's in the tables of one session at a time: a setup
+        of the paper's kind (``of_paper_kind``) with one session alone on the device.
+
+        >>> Setup("gander", "modeled:p", "gpu", 0.0, 0, 1.0, 0).compares_with_paper
+        True
+        >>> Setup("gander@127.0.0.1:8099", "live:vllm_omni_duplex", "endpoint", 0.0, 0, 1.0, 0).compares_with_paper
+        False
+        >>> Setup("fixture", "modeled:p", "gpu", 0.0, 0, 1.0, 0).compares_with_paper
+        False
+        """
+        return self.of_paper_kind and not self.shares_device
 
     @property
     def speaks(self) -> bool:

@@ -93,6 +93,18 @@ def tool_mask(chunks: pd.DataFrame) -> pd.Series:
     return (chunks["kind"] == "tool") & (chunks["task"] == TOOL_TASK)
 
 
+def chunk_outputs(chunks: pd.DataFrame, mask) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The output tokens of the chunks ``mask`` selects, by (session, chunk).
+
+    >>> rows = pd.DataFrame({"session_id": ["s", "s"], "chunk_index": [0, 1], "output_token_ids": [[1, 2], [3]]})
+    >>> chunk_outputs(rows, rows["chunk_index"] > 0)
+    {('s', 1): (3,)}
+    """
+    rows = chunks.loc[mask]
+    return {(str(s), int(c)): tuple(int(t) for t in ids)
+            for s, c, ids in zip(rows["session_id"], rows["chunk_index"], rows["output_token_ids"])}
+
+
 def max_lag(sessions: pd.DataFrame) -> dict:
     """Per-session max lag on FDB v3: mean and max over sessions, share of sessions above 1 s.
 

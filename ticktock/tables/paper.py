@@ -1,7 +1,9 @@
-"""The paper's reported numbers (``paper_numbers.yaml``), to print beside ours.
+"""The paper's reported numbers (``paper_numbers.yaml``), to print beside ours, and the models it measured.
 
 Each entry cites the paper's table (or figure) and row, the column it belongs to, and the TickTock
 decoder(s) it corresponds to. ``paper_value`` gives one value or the range over the paper's models.
+``measured_by_paper`` says whether a model is one of the paper's (the file's ``models``): the only models the
+paper's columns stand beside (``ticktock.tables.load.Setup.compares_with_paper``).
 
 Example::
 
@@ -13,6 +15,8 @@ Example::
     ''
     >>> paper_value("fig4c", "tool speedup", "speclisten", row=r"N=4\\b")
     '10.50'
+    >>> measured_by_paper("gander"), measured_by_paper("fixture")
+    (True, False)
 """
 
 from __future__ import annotations
@@ -27,9 +31,35 @@ PAPER_FILE = Path(__file__).with_name("paper_numbers.yaml")
 
 
 @lru_cache(maxsize=1)
+def _paper_file() -> dict:
+    return yaml.safe_load(PAPER_FILE.read_text())
+
+
 def paper_numbers() -> tuple[dict, ...]:
-    data = yaml.safe_load(PAPER_FILE.read_text())
-    return tuple(data["numbers"])
+    return tuple(_paper_file()["numbers"])
+
+
+def paper_models() -> dict[str, str]:
+    """The models the paper measured: TickTock's model name (run.json ``config.model.name``) -> the paper's name."""
+    return {str(name): str(label) for name, label in _paper_file()["models"].items()}
+
+
+def measured_by_paper(model: str) -> bool:
+    """Whether ``model`` (a TickTock model name) is one the paper measured: the one place that decides it."""
+    return model in paper_models()
+
+
+def not_measured_note(model: str) -> str:
+    """The provenance line of a model the paper did not measure, '' for one it did.
+
+    >>> not_measured_note("fixture")[:46]
+    'model fixture: not one the paper measured (it '
+    """
+    if measured_by_paper(model):
+        return ""
+    measured = ", ".join(f"{label} as {name}" for name, label in paper_models().items())
+    return (f"model {model}: not one the paper measured (it measured {measured}: paper_numbers.yaml models), so no "
+            "paper value is shown beside it")
 
 
 def _decoders(entry: dict) -> list[str]:

@@ -41,9 +41,9 @@ from ticktock.judges.replies import run_replies
 from ticktock.judges.store import judgement_files, no_judgements, read_judgements
 from ticktock.world.scoring import score_session
 from ticktock.tables import metrics
-from ticktock.tables.common import (Table, provenance_notes, run_names, setup_columns, setup_label,
-                                    single_session, varying)
-from ticktock.tables.load import Cell, Results
+from ticktock.tables.common import (FAILED, NOT_CHECKED, PASSED, REPORTED, Check, Table, provenance_notes, run_names,
+                                    setup_columns, setup_label, varying)
+from ticktock.tables.load import Cell, Results, Setup
 
 NOT_CHECKED_LIVE = "not checked: live"
 LOSSY_DECODERS: frozenset[str] = frozenset()  # every decoder of the harness is lossless
@@ -99,20 +99,79 @@ def quality_differences(base: Counter, counts: Counter) -> list[str]:
     return found
 
 
-@single_session
+LOSSLESSNESS, GREEDY_QUALITY = "Losslessness", "Greedy quality"  # the checks' names in the report's banner
+STATUS_OUTCOMES = {"ok": PASSED, "FAILURE": FAILED, "lossy by design": REPORTED,
+                   "diverged (inexact arithmetic)": REPORTED}  # a losslessness row's status -> its check's outcome
+
+
+def no_baseline_check(name: str, setup: Setup, cells: list[Cell], baseline: str) -> Check:
+    """The check ``name`` not done in a setup without a run of the baseline (``cells``: the runs there)."""
+    decoders = ", ".join(cell.decoder for cell in cells)
+    return Check(name, NOT_CHECKED, setup_label(setup),
+                 f"no {baseline} run of the same model, clock, device, sampling and seed beside these runs ({decoders}): "
+                 f"nothing to compare them with (no speedup either)")
+
+
+def baseline_alone_check(name: str, setup: Setup, baseline: str) -> Check:
+    """The check ``name`` not done in a setup that holds only the baseline's run."""
+    return Check(name, NOT_CHECKED, setup_label(setup), f"no decoder other than {baseline} in this setup: nothing to "
+                                                        f"compare with {baseline}")
+
+
+def shared_device_checks(results: Results, name: str) -> list[Check]:
+    """The check ``name`` not done on concurrency runs: the checks compare the runs of one session alone on the
+    device (``Results.single_session``), so concurrency runs beside such runs are not checked."""
+    kept = {id(cell) for cell in results.single_session().cells}
+    setups = dict.fromkeys(c.setup for c in results.cells if id(c) not in kept)
+    return [Check(name, NOT_CHECKED, setup_label(setup), "a concurrency run (sessions sharing the device): the checks "
+                                                         "compare runs of one session alone on the device")
+            for setup in setups]
+
+
+def grouped_checks(name: str, setup: Setup, outcomes: list[tuple[str, str]]) -> list[Check]:
+    """One ``Check`` per outcome of the (outcome, what) pairs of a setup's decoders, their whats joined."""
+    grouped: dict[str, list[str]] = {}
+    for outcome, what in outcomes:
+        grouped.setdefault(outcome, []).append(what)
+    return [Check(name, outcome, setup_label(setup), "; ".join(whats)) for outcome, whats in grouped.items()]
+
+
+def lossless_what(decoder: str, status: str, check: dict, arithmetic: str, baseline: str) -> str:
+    """What a losslessness row says, for its check in the banner."""
+    if status == "ok":
+        return f"{decoder} token-identical to {baseline} on all {check['chunks']} chunks"
+    if status == "FAILURE":
+        return f"{decoder}: {check['share']:.1%} of {check['chunks']} chunks token-identical to {baseline}"
+    if status == "lossy by design":
+        return f"{decoder} is lossy by design: {check['share']:.1%} of {check['chunks']} chunks token-identical"
+    return (f"{decoder}: {check['share']:.1%} of {check['chunks']} chunks token-identical to {baseline} in {arithmetic} "
+            "arithmetic (token identity is guaranteed only in fp32 with eager attention)")
+
+
 def losslessness_table(results: Results, baseline: str = "ar") -> Table:
     """Per decoder: the share of chunks token-identical to the baseline's in the same setup; a divergence is a
-    FAILURE under exact arithmetic and is reported with its quality effect otherwise (module docstring)."""
+    FAILURE under exact arithmetic and is reported with its quality effect otherwise (module docstring). Its
+    ``checks`` say per setup what was checked and what was not, and why (the report's banner). Like every table of
+    one session at a time it uses ``Results.single_session``; the concurrency runs left out are said in ``checks``."""
+    checks = shared_device_checks(results, LOSSLESSNESS)
+    results = results.single_session()
     shown, rows, failures, notes = varying(results), [], [], []
     for setup in results.setups():
         base = results.cell(setup, baseline)
         if base is None:
             notes.append(f"no {baseline} run for setup {setup_label(setup)}: losslessness not checked there")
+            checks.append(no_baseline_check(LOSSLESSNESS, setup, results.in_setup(setup), baseline))
+            continue
+        if len(results.in_setup(setup)) == 1:
+            checks.append(baseline_alone_check(LOSSLESSNESS, setup, baseline))
             continue
         if setup.live:
             rows += [{**setup_columns(setup, shown), "decoder": cell.decoder, "status": NOT_CHECKED_LIVE}
                      for cell in results.in_setup(setup) if cell is not base]
+            checks.append(Check(LOSSLESSNESS, NOT_CHECKED, setup_label(setup),
+                                "live runs hold no token ids (the client sees text and audio, not tokens)"))
             continue
+        outcomes = []
         for cell in results.in_setup(setup):
             if cell is base:
                 continue
@@ -130,10 +189,12 @@ def losslessness_table(results: Results, baseline: str = "ar") -> Table:
                          "chunks": check["chunks"], "identical": check["identical"], f"identical to {baseline}": check["share"],
                          "first difference (session/chunk)": check["first_difference"] or "",
                          "quality vs baseline (95% CI)": quality, "status": status})
+            outcomes.append((STATUS_OUTCOMES[status], lossless_what(cell.decoder, status, check, arithmetic, baseline)))
             if failed:
                 failures.append(f"FAILURE: {cell.decoder} is lossless by design but only {check['share']:.1%} of "
                                 f"{check['chunks']} chunks are token-identical to {baseline} in setup {setup_label(setup)} "
                                 f"(first difference: {check['first_difference']}; runs {cell.names})")
+        checks += grouped_checks(LOSSLESSNESS, setup, outcomes)
     if any(setup.live for setup in results.setups()):
         notes.append(f"{NOT_CHECKED_LIVE}: a live run's rows hold no token ids (the client sees the server's text and "
                      "audio, not its tokens), so token identity is not checked there; its task scores are in the "
@@ -143,7 +204,7 @@ def losslessness_table(results: Results, baseline: str = "ar") -> Table:
                  "with the quality metrics whose 95% Wilson intervals do not overlap the baseline's")
     title = f"Losslessness: chunks whose output tokens equal {baseline}'s (same session, chunk, temperature and seed)"
     return Table("losslessness", title, pd.DataFrame(rows), {f"identical to {baseline}": ".1%"},
-                 notes, failures, provenance_notes(results))
+                 notes, failures, provenance_notes(results), checks)
 
 
 def _pair_arithmetic(base: Cell, cell: Cell) -> tuple[bool, str]:
@@ -178,9 +239,51 @@ def _rate_text(counts: Counter, name: str, interval: bool) -> str:
     return text
 
 
-@single_session
+def score_differences(counts: Counter, base: Counter | None, present: list[str]) -> list[str]:
+    """The metrics of ``present`` whose pooled hits or trials differ from the baseline's counts (none without one)."""
+    if base is None:
+        return []
+    return [m for m in present if (counts[f"{m}_hits"], counts[f"{m}_trials"]) != (base[f"{m}_hits"], base[f"{m}_trials"])]
+
+
+def greedy_quality_checks(results: Results, counted: dict, present: list[str], baseline: str) -> list[Check]:
+    """Per setup, what the greedy quality check did: each decoder's task scores equal to the baseline's (passed),
+    different in exact arithmetic (failed) or in other arithmetic (reported), or why it was not checked (sampled
+    decoding, no baseline run, only the baseline's run, no scored trials)."""
+    checks = []
+    for setup in results.setups():
+        cells, base = results.in_setup(setup), results.cell(setup, baseline)
+        if base is None:
+            checks.append(no_baseline_check(GREEDY_QUALITY, setup, cells, baseline))
+        elif len(cells) == 1:
+            checks.append(baseline_alone_check(GREEDY_QUALITY, setup, baseline))
+        elif setup.temperature != 0:
+            checks.append(Check(GREEDY_QUALITY, NOT_CHECKED, setup_label(setup),
+                                f"sampled decoding (T={setup.temperature:g}): task scores are shown with 95% intervals, "
+                                f"not required to equal {baseline}'s"))
+        elif not present:
+            checks.append(Check(GREEDY_QUALITY, NOT_CHECKED, setup_label(setup), "no scored trials in these sessions"))
+        else:
+            checks += grouped_checks(GREEDY_QUALITY, setup, [
+                _quality_outcome(cell, base, counted, present, baseline) for cell in cells if cell is not base])
+    return checks
+
+
+def _quality_outcome(cell: Cell, base: Cell, counted: dict, present: list[str], baseline: str) -> tuple[str, str]:
+    differs = score_differences(counted[(cell.setup, cell.decoder)], counted[(base.setup, base.decoder)], present)
+    if not differs:
+        return PASSED, f"{cell.decoder}'s task scores equal {baseline}'s ({', '.join(present)})"
+    exact = exact_arithmetic(cell)[0] and exact_arithmetic(base)[0]
+    return (FAILED if exact else REPORTED), (f"{cell.decoder}'s {', '.join(differs)} differ from {baseline}'s"
+                                             + ("" if exact else " outside exact arithmetic (fp32, eager attention)"))
+
+
 def quality_table(results: Results, baseline: str = "ar") -> Table:
-    """Per decoder: pooled task-score rates; greedy must equal the baseline, sampling shows 95% CIs."""
+    """Per decoder: pooled task-score rates; greedy must equal the baseline, sampling shows 95% CIs. Its ``checks``
+    say per setup what the greedy check did and did not do (the report's banner). Like every table of one session at
+    a time it uses ``Results.single_session``; the concurrency runs left out are said in ``checks``."""
+    checks = shared_device_checks(results, GREEDY_QUALITY)
+    results = results.single_session()
     shown, rows, failures = varying(results), [], []
     counted = {(c.setup, c.decoder): quality_counts(c) for c in results.cells}
     present = [m for m in QUALITY_METRICS if any(c[f"{m}_trials"] for c in counted.values())]
@@ -188,8 +291,7 @@ def quality_table(results: Results, baseline: str = "ar") -> Table:
         counts, greedy = counted[(cell.setup, cell.decoder)], cell.setup.temperature == 0
         base = counted.get((cell.setup, baseline))
         row = {**setup_columns(cell.setup, shown), "decoder": cell.decoder, "sessions": len(cell.sessions)}
-        differs = [m for m in present if base is not None and cell.decoder != baseline
-                   and (counts[f"{m}_hits"], counts[f"{m}_trials"]) != (base[f"{m}_hits"], base[f"{m}_trials"])]
+        differs = score_differences(counts, base, present) if cell.decoder != baseline else []
         for m in present:
             row[m] = _rate_text(counts, m, interval=not greedy) + (f" ≠{baseline}" if m in differs else "")
         rows.append(row)
@@ -199,6 +301,7 @@ def quality_table(results: Results, baseline: str = "ar") -> Table:
                                f"{base[f'{m}_hits']}/{base[f'{m}_trials']}" for m in differs)
             failures.append(f"FAILURE: {cell.decoder} task scores differ from {baseline} under greedy decoding in setup "
                             f"{setup_label(cell.setup)}: {detail}")
+    checks += greedy_quality_checks(results, counted, present, baseline)
     notes = ["rates pooled over sessions: hits/trials of ticktock.world.scoring.score_session; greedy setups must equal "
              f"{baseline} exactly in fp32 with eager attention (≠ marks a difference; a FAILURE only in exact "
              "arithmetic); sampled setups show a 95% Wilson interval [low, high] in %",
@@ -208,7 +311,7 @@ def quality_table(results: Results, baseline: str = "ar") -> Table:
         notes.insert(0, "no scored trials in these sessions")
     notes += add_judge_columns(results, rows, baseline)
     title = "Quality: task scores per decoder (lossless decoding must not change them)"
-    return Table("quality", title, pd.DataFrame(rows), {}, notes, failures, provenance_notes(results))
+    return Table("quality", title, pd.DataFrame(rows), {}, notes, failures, provenance_notes(results), checks)
 
 
 def cell_verdicts(cell: Cell) -> tuple[pd.DataFrame, int, int]:

@@ -1,8 +1,12 @@
 """One static HTML page with every table and figure (PNG embedded as data URIs: no server, one file), the case
 studies (Figures 5-6) and the interactive session viewer (``ticktock.tables.viewer``: data embedded, no network).
 
-Failures (a lossless decoder that changed an output, greedy task scores that moved) open the page in a
-red banner, and repeat in their table.
+The page opens with the clock every figure is on (``clock_lines``: modeled by which cost profile and whether it was
+measured or derived, or measured on which device; one line per group of runs when they differ), then a banner of
+what the losslessness and greedy-quality checks did (``Table.checks``): failures (a lossless decoder that changed an
+output, greedy task scores that moved) in red, repeated in their table; what passed, and where; differences reported
+but by rule no failure; and what was not checked, and why (no baseline run beside the runs, sampled decoding, a live
+run, ...). Nothing is said to have passed that was not checked.
 
 Example::
 
@@ -18,7 +22,7 @@ import time
 from pathlib import Path
 
 from ticktock.tables.cases import Case
-from ticktock.tables.common import Table, setup_label
+from ticktock.tables.common import NOT_CHECKED, OUTCOMES, PASSED, REPORTED, Table, clock_lines, setup_label
 from ticktock.tables.load import Results
 from ticktock.tables.render import html_fragment
 from ticktock.tables.viewer import VIEWER_STYLE, viewer_data, viewer_section
@@ -39,6 +43,8 @@ ul.notes li { margin: .15rem 0; }
 .failure { color: #b00020; font-weight: 700; }
 .banner { border: 3px solid #b00020; background: #fdecee; padding: .8rem 1rem; margin: 1rem 0; }
 .banner.ok { border-color: #2e7d32; background: #edf7ee; color: #1b5e20; }
+.banner.unchecked { border-color: #8a5a00; background: #fff8e5; color: #5c3d00; }
+ul.clock { margin: .4rem 0 .8rem 0; padding-left: 1.2rem; }
 .warning { color: #8a5a00; }
 figure { margin: .8rem 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
@@ -56,16 +62,36 @@ def _image(path: Path, caption: str) -> str:
             f"<figcaption>{html.escape(caption)} ({html.escape(path.name)})</figcaption></figure>")
 
 
+def _items(lines: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
+
+
 def _banner(tables: list[Table], warnings: list[str]) -> str:
+    """The failures (red), then what the tables' checks passed, reported and did not check (``Table.checks``)."""
     failures = [f for t in tables for f in t.failures]
+    checks = [c for t in tables for c in t.checks]
+    by_outcome = {outcome: [c.line for c in checks if c.outcome == outcome] for outcome in OUTCOMES}
     parts = []
     if failures:
-        items = "".join(f"<li>{html.escape(f)}</li>" for f in failures)
-        parts.append(f'<div class="banner"><p class="failure">{len(failures)} FAILURE(S)</p><ul>{items}</ul></div>')
-    else:
-        parts.append('<div class="banner ok">Losslessness and greedy quality checks passed.</div>')
+        parts.append(f'<div class="banner"><p class="failure">{len(failures)} FAILURE(S)</p>{_items(failures)}</div>')
+    if by_outcome[PASSED]:
+        parts.append(f'<div class="banner ok"><p>Checks passed:</p>{_items(by_outcome[PASSED])}</div>')
+    if by_outcome[REPORTED]:
+        parts.append(f'<div class="banner unchecked"><p>Differences reported, not failed:</p>'
+                     f"{_items(by_outcome[REPORTED])}</div>")
+    if by_outcome[NOT_CHECKED] or not (checks or failures):
+        ran = any(c.outcome != NOT_CHECKED for c in checks)
+        head = "Not checked:" if ran else "Not checked: no losslessness or greedy quality check ran on these results"
+        parts.append(f'<div class="banner unchecked"><p>{head}</p>{_items(by_outcome[NOT_CHECKED])}</div>')
     parts += [f'<p class="warning">{html.escape(w)}</p>' for w in warnings]
     return "\n".join(parts)
+
+
+def _clock(results: Results) -> str:
+    """The clock of the figures (``clock_lines``), as the page's first lines."""
+    lines = clock_lines(results)
+    head = "Every figure below is on this clock:" if len(lines) == 1 else "The figures are on these clocks, per group of runs:"
+    return f'<p class="clock"><b>{head}</b></p>' + _items(lines).replace("<ul>", '<ul class="clock">', 1)
 
 
 def _runs_table(results: Results) -> str:
@@ -109,6 +135,7 @@ def html_report(tables: list[Table], figures: dict[str, Path], results: Results,
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{STYLE}{VIEWER_STYLE}</style></head>
 <body>
 <h1>{html.escape(title)}</h1>
+{_clock(results)}
 <p class="meta">generated {generated} by <code>python -m ticktock.tables</code> from {len(results.runs)} runs;
 a pure function of the result files (no model was run).</p>
 {_banner(tables, results.warnings)}
