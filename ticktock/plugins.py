@@ -323,9 +323,12 @@ def distribution_of(target: str) -> metadata.Distribution | None:
 
 def code_files(target: str) -> list[tuple[str, Path]]:
     """The module files of the top-level package (or module) that ``target`` (a dotted path) belongs to, found
-    where Python would import it from, without importing it: ``(path relative to the package's folder, file)``,
-    sorted. Module files are those Python imports (``.py``, compiled extensions, ``.pyc`` outside
-    ``__pycache__``); data files are not code. Empty when it cannot be found."""
+    where Python would import it from, without importing it: ``(name, file)`` sorted by name, the name being the
+    file's path relative to the package's folder, never where that folder lies (so the digest is the same on every
+    machine). A namespace package's folders are read in import order, and a name two of them hold is the first one's
+    (the module Python imports). Module files are those Python imports (``.py``, compiled extensions, ``.pyc``
+    outside ``__pycache__``); data files are not code. Empty when it cannot be found. (A package's names start with
+    ``0/``, as when each of a namespace package's folders was numbered: an unchanged plug-in keeps its digest.)"""
     try:
         spec = importlib.util.find_spec(target.split(".")[0])
     except (ImportError, ValueError):
@@ -334,12 +337,13 @@ def code_files(target: str) -> list[tuple[str, Path]]:
         return []
     suffixes = tuple(importlib.machinery.all_suffixes())
     if spec.submodule_search_locations:  # a package (or a namespace package's folders)
-        found = []
-        for index, location in enumerate(sorted(spec.submodule_search_locations)):
+        found: dict[str, Path] = {}
+        for location in spec.submodule_search_locations:
             root = Path(location)
-            found += [(f"{index}/{path.relative_to(root).as_posix()}", path) for path in root.rglob("*")
-                      if path.name.endswith(suffixes) and "__pycache__" not in path.parts and path.is_file()]
-        return sorted(found)
+            for path in sorted(root.rglob("*")):
+                if path.name.endswith(suffixes) and "__pycache__" not in path.parts and path.is_file():
+                    found.setdefault(f"0/{path.relative_to(root).as_posix()}", path)
+        return sorted(found.items())
     origin = Path(spec.origin) if spec.origin else None
     return [(origin.name, origin)] if origin is not None and origin.is_file() else []
 

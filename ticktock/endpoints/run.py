@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,49 @@ def outside_label(value: str | None, what: str, url: str) -> str | None:
                         f"characters): {str(value)[:LABEL_CHARS]!r}")
 
 
+#: The longest part a server's name (its model's, its decoder's) makes of a run folder's name.
+FOLDER_LABEL_CHARS = 40
+
+
+def folder_label(label: str | None, fallback: str) -> str:
+    """A name the server reported as a part of a folder's name: ASCII letters, digits, ``.``, ``_``, ``+`` and ``-``
+    kept, any other run of characters one ``-``, at most ``FOLDER_LABEL_CHARS``, no leading or trailing ``.`` or
+    ``-``; ``fallback`` when nothing is left (no name, or none of those characters).
+
+    >>> folder_label("openbmb/MiniCPM-o-4_5", "endpoint"), folder_label("../..", "endpoint")
+    ('openbmb-MiniCPM-o-4_5', 'endpoint')
+    """
+    safe = re.sub(r"[^A-Za-z0-9._+-]+", "-", label or "")[:FOLDER_LABEL_CHARS].strip("-.")
+    return safe or fallback
+
+
+def server_named(run_dir: Path, config_names: list[str], server_names: list[str], shard_suffix: str = "") -> Path:
+    """``run_dir`` named from the server: where its folder's name ends with the config's names as configs/run.yaml
+    puts them (a single run's ``<time>_<model>_<decoder>_<clock>``, a sweep job's
+    ``<num>-<model>-<decoder>-<clock><shard_suffix>``), those names replaced by ``server_names``; a folder named
+    otherwise (``hydra.run.dir=...``, a folder passed to ``run_live``) as it is.
+
+    >>> server_named(Path("runs/2026-01-02_03-04-05_endpoint_ar_modeled"), ["endpoint", "ar", "modeled"],
+    ...              ["embedded", "ar", "live"]).name
+    '2026-01-02_03-04-05_embedded_ar_live'
+    """
+    leaf = run_dir.name
+    for separator, suffix in (("_", ""), ("-", shard_suffix)):  # hydra.run.dir, hydra.sweep.subdir
+        tail = separator.join(config_names) + suffix
+        if leaf.endswith(separator + tail):
+            return run_dir.with_name(leaf[: -len(tail)] + separator.join(server_names) + suffix)
+    return run_dir
+
+
+def about(seconds: float) -> str:
+    """A duration, roughly: ``about(4.2)``, ``about(600)``, ``about(9000)`` are ``4 s``, ``10 min``, ``2.5 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 class _Probe:
     """The session ``probe`` opens: no instructions, no tools."""
 
@@ -182,9 +226,12 @@ class _Probe:
 
 def live_identity(cfg: DictConfig, endpoint: Endpoint, protocol: EndpointProtocol, labels: dict) -> dict:
     """What makes two live runs the same run (resume only into the same): the endpoint as it reported itself, the
-    protocol, the task, the limits, the concurrency and the playback delay."""
+    protocol, the task, the limits, the concurrency and the playback delay; files named wherever they lie
+    (``ticktock.results.file_keys``)."""
+    from ticktock.results.file_keys import location_free
+
     plain = OmegaConf.to_container(cfg, resolve=True)
-    return {
+    return location_free({
         "model": {"name": labels["model"], **endpoint.describe()},
         "decoder": {"name": labels["decoder"]},
         "clock": {"name": labels["clock"], "protocol": protocol.describe()},
@@ -194,7 +241,7 @@ def live_identity(cfg: DictConfig, endpoint: Endpoint, protocol: EndpointProtoco
         "concurrency": plain.get("concurrency"),
         "seed": plain["seed"],
         **({"playback_delay_ms": plain["playback_delay_ms"]} if plain.get("playback_delay_ms") else {}),
-    }
+    })
 
 
 def recorded_config(cfg: DictConfig, endpoint: Endpoint, labels: dict) -> dict:
@@ -231,6 +278,18 @@ class LiveUnits(UnitSource):
         self.reported = asyncio.run(probe(self.endpoint, self.protocol))  # unreachable or refused: exit 5
         self.names = self.reported.labels(self.endpoint, self.protocol)  # what the run (and its lock) is labelled
 
+    def run_folder(self, cfg: DictConfig, run_dir: Path) -> Path:
+        """The folder named from the server (``server_named``): the model it reports, the decoder it says it runs
+        (``served`` when it says none) and the live clock, in place of the config's names (``endpoint``, the
+        client's default decoder, ``modeled``). A rerun against the same server names the same folder."""
+        from ticktock.replay.shards import ShardSpec, folder_suffix
+
+        reported, shard = self.reported, ShardSpec.parse(cfg.get("shard"))
+        server = [folder_label(reported.model or reported.served_model, "endpoint"),
+                  folder_label(self.names["decoder"], "served"), CLOCK]
+        config = [str(cfg.model.name), str(cfg.decoder.name), str(cfg.clock.name)]
+        return server_named(run_dir, config, server, folder_suffix(shard.index, shard.count))
+
     def identity(self, cfg: DictConfig) -> dict:
         return live_identity(cfg, self.endpoint, self.protocol, self.names)
 
@@ -250,11 +309,30 @@ class LiveUnits(UnitSource):
                 "plugins": {}, "timing_noise": None}
 
     def hold(self, cfg, sessions, writer, labels, heartbeat, outcome: SessionOutcome) -> None:
+        """Hold the sessions; progress as every run's (``ticktock.replay.progress``): a line saying what starts, then
+        a bar, or a line per session that ends."""
         from ticktock.replay.concurrency import ConcurrencySettings
+        from ticktock.replay.progress import RunProgress
 
         settings = ConcurrencySettings.parse(cfg.get("concurrency"))
-        asyncio.run(hold_sessions(cfg, self.endpoint, self.protocol, self.task, sessions, writer, labels, settings,
-                                  heartbeat, outcome))
+        units = sum(len(session.chunk_spans()[: cfg.limit.chunks]) for session in sessions)
+        with RunProgress(CLOCK, len(sessions), units, "unit", enabled=cfg.progress) as progress:
+            progress.say(self.start_line(len(sessions), units, settings.sessions))
+            asyncio.run(hold_sessions(cfg, self.endpoint, self.protocol, self.task, sessions, writer, labels, settings,
+                                      heartbeat, outcome, progress))
+
+    def start_line(self, sessions: int, units: int, at_once: int) -> str:
+        """What a live run says as it starts: the server, the sessions to hold and about how long real time takes
+        (their units' audio, ``at_once`` sessions at a time), e.g. ``live run: 2 sessions into
+        ws://127.0.0.1:8099/v1/realtime (model embedded, decoder ar, live:vllm_omni_duplex), held in real time:
+        about 12 s``."""
+        from ticktock.endpoints.client import UNIT_MS
+
+        seconds = units * UNIT_MS / 1000 / max(1, min(at_once, sessions))
+        model = self.reported.model or self.reported.served_model or "not reported"
+        return (f"live run: {sessions} session{'s' if sessions != 1 else ''} into {self.endpoint.shown_url} (model "
+                f"{model}, decoder {self.names['decoder']}, {self.names['clock']}), held in real time: about "
+                f"{about(seconds)}")
 
     def finished(self, run_dir: Path, outcome: SessionOutcome) -> dict:
         return {"send_lag": send_lag(run_dir / "chunks.parquet", self.endpoint.send_lag_bound_ms)}
@@ -291,8 +369,9 @@ def send_lag(chunks_path: Path, bound_ms: float) -> dict:
 
 
 async def hold_sessions(cfg, endpoint, protocol, task, sessions, writer, labels, settings, beat,
-                        outcome: SessionOutcome) -> None:
-    """Hold the sessions, ``settings.sessions`` at once, each written when it ends."""
+                        outcome: SessionOutcome, progress=None) -> None:
+    """Hold the sessions, ``settings.sessions`` at once, each written when it ends and told to ``progress`` (a
+    ``ticktock.replay.progress.RunProgress``, when given) with how it ended."""
     from ticktock.replay.concurrency import stagger_offset_ms
 
     queue = list(reversed(sessions))
@@ -309,13 +388,15 @@ async def hold_sessions(cfg, endpoint, protocol, task, sessions, writer, labels,
             if settings.sessions > 1:
                 await asyncio.sleep(stagger_offset_ms(settings.stagger, order, index, 1000.0, cfg.seed) / 1000.0)
             record = await hold_one(cfg, endpoint, protocol, session, tools, delay_ms, outcome)
-            if record is None:
-                continue
-            start_ms = 1000.0 * (record.started_at - began) if record.started_at else 0.0
-            async with lock:
-                await asyncio.to_thread(finish_session, cfg, protocol, session, record, writer, labels, settings,
-                                        index, start_ms, outcome)
-            beat.session_done()
+            if record is not None:
+                start_ms = 1000.0 * (record.started_at - began) if record.started_at else 0.0
+                async with lock:
+                    await asyncio.to_thread(finish_session, cfg, protocol, session, record, writer, labels, settings,
+                                            index, start_ms, outcome)
+                beat.session_done()
+            if progress is not None:
+                progress.session_ended(session.session_id, outcome.how(session.session_id),
+                                       units=len(session.chunk_spans()[: cfg.limit.chunks]))
 
     async def ticking() -> None:
         while True:

@@ -49,9 +49,19 @@ def build(node: DictConfig, **kwargs):
     return obj
 
 
+#: The config groups whose plug-ins load model weights: transformers' progress bars go off before one is built
+#: (``ticktock.adapters.loading``), so no run and no ``ticktock serve`` start shows its "Loading weights" bar.
+LOADS_WEIGHTS = frozenset({"model"})
+
+
 def build_checked(node: DictConfig, group: str, contract: type):
     """``build`` a model or decoder, refusing an object that does not implement its contract (a plug-in selected by
-    ``_target_`` that returns something else) in one line naming the target."""
+    ``_target_`` that returns something else) in one line naming the target. Building a model (``LOADS_WEIGHTS``)
+    turns transformers' progress bars off first."""
+    if group in LOADS_WEIGHTS:
+        from ticktock.adapters.loading import transformers_bars_off
+
+        transformers_bars_off()
     obj = build(node)
     if not isinstance(obj, contract):
         raise ConfigError(f"{group}._target_: {node.get('_target_')} made a {type(obj).__qualname__}, not a "
@@ -289,12 +299,16 @@ def identity(cfg: DictConfig) -> dict:
     """What makes two runs the same run (resume is allowed only into a run with the same identity): the configs, and
     under ``plugins`` the plug-ins the run uses (``ticktock.plugins.used_by``: distribution, version, target and a
     digest of their code; only where a plug-in is used, so the identity of a run without one is as before), and the
-    playback's jitter buffer ``playback_delay_ms`` where it is not 0 (runs from before it existed keep theirs)."""
+    playback's jitter buffer ``playback_delay_ms`` where it is not 0 (runs from before it existed keep theirs). Files
+    are named wherever they lie (``ticktock.results.file_keys``: a shipped one by its name in the package, another
+    by its name and content), never by an absolute path: one config is one run in a checkout, in an installed wheel
+    and on every machine."""
     from ticktock.plugins import identity_of, used_by
+    from ticktock.results.file_keys import location_free
 
     plain = OmegaConf.to_container(cfg, resolve=True)
     plugins = identity_of(used_by(cfg))
-    return {
+    return location_free({
         "model": plain["model"],
         "decoder": plain["decoder"],
         "task": plain["task"],
@@ -308,7 +322,7 @@ def identity(cfg: DictConfig) -> dict:
         **({"talker": plain["talker"]} if (plain.get("talker") or {}).get("_target_") else {}),
         **({"shard": plain["shard"]} if ShardSpec.parse(plain.get("shard")).sharded else {}),
         **({"plugins": plugins} if plugins else {}),
-    }
+    })
 
 
 def _inert_removed(node, inert: dict):

@@ -4,7 +4,8 @@ endpoint (``ticktock.endpoints.run``) go through the same steps, and differ only
 
 1. The options are checked (the run's and the source's own), the folder must be writable, the task's sessions are
    chosen (limits; a missing audio file stops here), and the source gets ready (``prepare``: a model is built, an
-   endpoint is asked who it is): all before any folder is made, so a refused run leaves nothing behind.
+   endpoint is asked who it is): all before any folder is made, so a refused run leaves nothing behind. The source
+   may then name the run's folder (``run_folder``: a live run's, from what its server said it is).
 2. With the folder's lock held (``ticktock.replay.run_folder.holding_lock``): the run's identity (the source's),
    its shard, its writer (a folder holding another run is refused), its run id and labels; run.json says "running"
    with a heartbeat; a resumed run keeps what it completed (``sessions_to_replay``).
@@ -36,7 +37,8 @@ class UnitSource:
     """Where a run's units come from; the steps of ``run_lifecycle`` that differ by kind of run.
 
     ``check(cfg)``: the source's own options, one line each, before any work. ``prepare(cfg, task, sessions)``: get
-    ready (build the model, ask the endpoint who it is), before the folder is made. ``identity(cfg)``: what makes two
+    ready (build the model, ask the endpoint who it is), before the folder is made. ``run_folder(cfg, run_dir)``:
+    the run's folder once ready (``run_dir``, or one the source names). ``identity(cfg)``: what makes two
     runs of this kind the same run. ``labels(cfg)``: the run's ``model``, ``decoder`` and ``clock`` names (and
     ``talker`` where the source knows it). ``describe(cfg, labels, previous)``: run.json's keys of this kind
     (``previous``: the run.json of the run resumed, or None). ``profile_digest``: the digest of the cost profile that
@@ -51,6 +53,11 @@ class UnitSource:
 
     def prepare(self, cfg: DictConfig, task, sessions: list) -> None:
         raise NotImplementedError
+
+    def run_folder(self, cfg: DictConfig, run_dir: Path) -> Path:
+        """The run's folder once the source is ready: ``run_dir`` as given, unless the source names its own (a live
+        run, from what its server said it is)."""
+        return run_dir
 
     def identity(self, cfg: DictConfig) -> dict:
         raise NotImplementedError
@@ -104,6 +111,18 @@ class SessionOutcome:
 
     def ended(self, how: str) -> None:
         self.endings[how] = self.endings.get(how, 0) + 1
+
+    def how(self, session_id: str) -> str:
+        """How a session this outcome saw end: ``skipped``, ``failed`` or ``partial`` where recorded so, else ``done``
+        (what a run's progress line says, ``ticktock.replay.progress``).
+
+        >>> SessionOutcome(skipped=[{"session_id": "s1"}]).how("s1"), SessionOutcome().how("s2")
+        ('skipped', 'done')
+        """
+        for how, records in (("skipped", self.skipped), ("failed", self.failed), ("partial", self.partial)):
+            if any(record.get("session_id") == session_id for record in records):
+                return how
+        return "done"
 
     def listened_apart(self, counts: dict) -> None:
         """Count a live session's ``response.listen`` events that decided no unit, by what they were."""
@@ -173,7 +192,7 @@ def run_lifecycle(cfg: DictConfig, run_dir: Path, source: UnitSource) -> RunSumm
     """Run ``cfg`` into ``run_dir`` with units from ``source`` (see the module docstring)."""
     from ticktock.replay.concurrency import ConcurrencySettings, check_sessions_replayed
     from ticktock.replay.config import build, check_run_options, select_sessions, shard_sessions
-    from ticktock.replay.run_folder import holding_lock
+    from ticktock.replay.run_folder import holding_lock, settled_folder
     from ticktock.results.writable import check_writable
 
     source.check(cfg)
@@ -184,13 +203,14 @@ def run_lifecycle(cfg: DictConfig, run_dir: Path, source: UnitSource) -> RunSumm
     check_sessions_replayed(ConcurrencySettings.parse(cfg.get("concurrency")),  # N <= sessions (which shard keeps a
                             len(shard_sessions(cfg, sessions, {})[0]))         # session: not the identity)
     source.prepare(cfg, task, sessions)
+    run_dir = settled_folder(run_dir, source.run_folder(cfg, run_dir))  # a live run: named from its server
     return holding_lock(cfg, run_dir, lambda: write_run(cfg, run_dir, source, sessions), source.labels(cfg))
 
 
 def write_run(cfg: DictConfig, run_dir: Path, source: UnitSource, sessions: list) -> RunSummary:
     """Steps 2 to 4 of the module docstring, under the folder's lock."""
     from ticktock.replay.config import shard_sessions
-    from ticktock.replay.run_folder import run_id_for, sessions_to_replay
+    from ticktock.replay.run_folder import run_id_of, sessions_to_replay
     from ticktock.results.liveness import Heartbeat, heartbeat
     from ticktock.results.schema import SCHEMA_VERSION
     from ticktock.results.writer import RunWriter
@@ -198,7 +218,7 @@ def write_run(cfg: DictConfig, run_dir: Path, source: UnitSource, sessions: list
     ident = source.identity(cfg)
     sessions, shard = shard_sessions(cfg, sessions, ident)
     writer = RunWriter(run_dir, ident, overwrite=cfg.overwrite)
-    labels = {"run_id": run_id_for(ident, run_dir), **source.labels(cfg)}
+    labels = {"run_id": run_id_of(writer.previous, ident, run_dir), **source.labels(cfg)}
     meta = {"run_id": labels["run_id"], "schema_version": SCHEMA_VERSION, **source.describe(cfg, labels, writer.previous),
             "started": time.time(), "sessions_total": len(sessions), "shard": shard}
     todo = sessions_to_replay(sessions, writer, profile_digest=source.profile_digest)

@@ -1,8 +1,12 @@
 """A run's folder: its lock, its run id, and what a resumed run still has to do.
 
 Every run, replayed or live, holds its folder's lock from start to end (``holding_lock``; a second writer is refused
-in one line), is named by a run id made from its identity and folder (``run_id_for``), and replays only the sessions
-not completed yet, or whose inputs changed (``sessions_to_replay``). ``interrupted_note`` is what Ctrl-C says.
+in one line), is named by a run id made from its identity and folder (``run_id_for``; a resumed run keeps its own:
+``run_id_of``), and replays only the sessions not completed yet, or whose inputs changed (``sessions_to_replay``).
+``interrupted_note`` is what Ctrl-C says.
+
+A live run names its folder from its server once it has heard it; the folder made for it under the config's names
+moves there (``settled_folder``).
 
 Example::
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +27,11 @@ from omegaconf import DictConfig
 
 def interrupted_note(run_dirs: list[Path]) -> str:
     """What interrupted runs kept and how to resume, from their run.json files, e.g.
-    ``3 of 12 sessions kept in results/runs/x; run the same command again to resume``."""
+    ``3 of 12 sessions kept in results/runs/x; run the same command again to resume`` (a folder the run went on in
+    under another name, ``settled_folder``, by that name)."""
+    from ticktock.replay.sweeps import where_now
+
+    run_dirs = [where_now(run_dir) for run_dir in run_dirs]
     kept = total = 0
     for run_dir in run_dirs:
         try:
@@ -35,9 +44,45 @@ def interrupted_note(run_dirs: list[Path]) -> str:
     return f"{kept} of {total} sessions kept in {where}; run the same command again to resume"
 
 
+def settled_folder(made: Path, named: Path) -> Path:
+    """Where a run goes on once its unit source has named its folder (``UnitSource.run_folder``: a live run names it
+    from its server): ``named``, with the folder made for the run under another name (``made``, by Hydra: nothing in
+    it but its log) renamed to it, or removed when ``named`` is there already (a rerun, resuming it). A ``made``
+    folder that holds a run already (one named before its source named folders) stays the run's folder: the rerun
+    resumes it there. Said to the refusal clean-up and the Ctrl-C note (``ticktock.replay.sweeps.folder_moved``)."""
+    from ticktock.replay.sweeps import folder_moved, holds_no_results, remove_unwritten
+
+    if Path(os.path.abspath(named)) == Path(os.path.abspath(made)):
+        return made
+    unwritten = made.is_dir() and holds_no_results(made)
+    if made.exists() and not unwritten:
+        return made
+    renamed = made.is_dir() and not named.exists()
+    if renamed:
+        made.rename(named)  # its log goes along (a handle open on it writes on)
+    elif made.is_dir():
+        remove_unwritten(made, made)
+    folder_moved(made, named, renamed)
+    return named
+
+
 def run_id_for(ident: dict, run_dir: Path) -> str:
+    """A new run's id: its model, decoder and clock names and a digest of its identity and folder, e.g.
+    ``fixture-ar-modeled-5667ce2b``."""
     digest = hashlib.sha256(json.dumps([ident, str(run_dir.resolve())], sort_keys=True).encode()).hexdigest()
     return f"{ident['model']['name']}-{ident['decoder']['name']}-{ident['clock']['name']}-{digest[:8]}"
+
+
+def run_id_of(previous: dict | None, ident: dict, run_dir: Path) -> str:
+    """The run id of a run into ``run_dir``: a resumed run keeps the one its run.json (``previous``) records, so that
+    every row of the run carries one id (also for a run whose identity was recorded in an earlier form); a new run
+    gets ``run_id_for``.
+
+    >>> run_id_of({"run_id": "m-ar-modeled-0e1d0e1d"}, {}, Path("r"))
+    'm-ar-modeled-0e1d0e1d'
+    """
+    kept = (previous or {}).get("run_id")
+    return kept if isinstance(kept, str) and kept else run_id_for(ident, run_dir)
 
 
 def sessions_to_replay(sessions: list, writer, out=None, profile_digest: str | None = None) -> list:

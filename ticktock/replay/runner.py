@@ -16,7 +16,6 @@ Example::
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -122,9 +121,10 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, outcome, heartb
     ``heartbeat`` (a ``liveness.Heartbeat``) is offered a beat after every chunk and every session; ``noise`` (a
     ``clocks.noise.NoiseProbe``, wall-clock runs) measures before sessions and at the end. With
     ``concurrency.sessions`` > 1 (or batching) the sessions share one device (``ticktock.replay.concurrency``) and
-    ``device_stats`` (a dict, when given) receives what the device did (``ticktock.replay.device.DeviceStats``)."""
-    from tqdm.auto import tqdm
-
+    ``device_stats`` (a dict, when given) receives what the device did (``ticktock.replay.device.DeviceStats``).
+    Progress (``progress=true``) goes to stderr as every run's does (``ticktock.replay.progress``): bars on a terminal,
+    a plain line per session anywhere else."""
+    from ticktock.replay.progress import RunProgress
     from ticktock.sessions.audio import load_audio
     from ticktock.replay.concurrency import ConcurrencySettings
     from ticktock.results.fingerprint import profile_sha256, session_fingerprint
@@ -144,7 +144,7 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, outcome, heartb
         if not cfg.skip_bad_sessions:
             raise err
         outcome.skipped.append({"session_id": session.session_id, "error": str(err)})
-        bar.update(len(session.chunk_spans()[: cfg.limit.chunks]))
+        progress.session_ended(session.session_id, "skipped", units=len(session.chunk_spans()[: cfg.limit.chunks]))
 
     def write(trace) -> None:
         session_id = trace.session.session_id
@@ -152,24 +152,26 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, outcome, heartb
         writer.write_session(session_id, chunks, {**session_row(trace, labels, chunks, engine.adapter,
                                                                 playback_delay_ms=delay_ms),
                                                   **fingerprints.pop(session_id)}, forward_rows(trace, labels["run_id"]))
+        progress.session_ended(session_id, "done")
         if heartbeat is not None:
             heartbeat.session_done()
 
     def chunk_done(chunk=None):
-        bar.update(1)
+        progress.unit_done()
         if heartbeat is not None:
             heartbeat.beat()
 
     def fail(session, reason: str) -> None:
         fingerprints.pop(session.session_id, None)
         outcome.fail(session.session_id, reason, "watchdog")
+        progress.session_ended(session.session_id, "failed")
         if heartbeat is not None:
             heartbeat.beat()
 
     chunks_total = sum(len(s.chunk_spans()[: cfg.limit.chunks]) for s in sessions)
-    bar = tqdm(total=chunks_total, desc=f"{cfg.decoder.name} chunks", unit="chunk", disable=not cfg.progress, file=sys.stderr)
+    progress = RunProgress(str(cfg.decoder.name), len(sessions), chunks_total, "chunk", enabled=cfg.progress)
     settings = ConcurrencySettings.parse(cfg.get("concurrency"))
-    with bar, watchdog.running():
+    with progress, watchdog.running():
         if settings.shares_device:
             replay = concurrent_replay(cfg, engine, settings)
             replay.device.watchdog = watchdog
@@ -179,8 +181,7 @@ def replay_sessions(cfg, engine, sessions, writer, labels: dict, outcome, heartb
                 if device_stats is not None:
                     device_stats.update(replay.device.stats.summary())
         else:
-            for session in tqdm(sessions, desc="sessions", unit="session", disable=not cfg.progress, file=sys.stderr,
-                                position=1):
+            for session in sessions:
                 if noise is not None:
                     noise.before_session()
                 try:

@@ -218,19 +218,40 @@ def note_folders_to_make(run_dir: Path) -> None:
     FOLDERS_TO_MAKE[str(folder)] = top
 
 
+MOVED: dict[str, Path] = {}  # a run folder Hydra made -> the folder its run went on in (``folder_moved``)
+
+
+def folder_moved(made: Path, now: Path, renamed: bool) -> None:
+    """The run that Hydra made ``made`` for goes on in ``now`` (a live run is named from its server once it has heard
+    it: ``ticktock.replay.run_folder.settled_folder``); ``renamed``: ``made`` itself became ``now``, else ``now``
+    was there before (a rerun resuming it). The clean-up of a refused run and the Ctrl-C note follow it
+    (``where_now``)."""
+    old, new = os.path.abspath(made), Path(os.path.abspath(now))
+    MOVED[old] = new
+    top = FOLDERS_TO_MAKE.pop(old, None)
+    if top is not None and renamed:  # made by this process, under its new name: still removed if the run is refused
+        FOLDERS_TO_MAKE[str(new)] = new if top == Path(old) else top
+
+
+def where_now(run_dir: Path) -> Path:
+    """Where the run Hydra made ``run_dir`` for is (``folder_moved``): ``run_dir`` unless it moved."""
+    return MOVED.get(os.path.abspath(run_dir), Path(run_dir))
+
+
 @contextmanager
 def refused_run_removed(run_dir: Path) -> Iterator[None]:
     """Around a single run: when it stops with an expected error (``TickTockError``: a bad option, no GPU, missing
     weights or audio, an endpoint that cannot be reached) before it wrote anything, the run folder Hydra made for it
-    is removed, and the parents made with it, so that a refused run leaves no folder behind. Only a folder this
-    process made (``note_folders_to_make``) that holds nothing but Hydra's log and an empty ``run.lock`` goes; the
-    error passes on unchanged."""
+    (where it is now: ``where_now``) is removed, and the parents made with it, so that a refused run leaves no folder
+    behind. Only a folder this process made (``note_folders_to_make``) that holds nothing but Hydra's log and an empty
+    ``run.lock`` goes; the error passes on unchanged."""
     try:
         yield
     except TickTockError:
-        top = FOLDERS_TO_MAKE.pop(os.path.abspath(run_dir), None)
+        folder = os.path.abspath(where_now(run_dir))
+        top = FOLDERS_TO_MAKE.pop(folder, None)
         if top is not None:
-            remove_unwritten(Path(os.path.abspath(run_dir)), top)
+            remove_unwritten(Path(folder), top)
         raise
 
 
@@ -284,7 +305,7 @@ def job_errors(hydra_config) -> Iterator[None]:
         job = f"sweep job {hydra_config.job.num} ({' '.join(hydra_config.overrides.task) or 'no overrides'})"
         print(f"ticktock: error: {job}: {one_line(err)}", file=sys.stderr, flush=True)
         record_failure(Path(hydra_config.sweep.dir), hydra_config.job.num, job, one_line(err), err.exit_code)
-        _remove_if_empty(Path(hydra_config.runtime.output_dir))
+        _remove_if_empty(where_now(Path(hydra_config.runtime.output_dir)))
 
 
 def _remove_if_empty(folder: Path) -> None:

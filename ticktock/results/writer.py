@@ -11,7 +11,8 @@ Layout::
 Every file is written to a temporary name and renamed, so a crash never leaves a partial file. A
 session is complete when its ``sessions`` part exists (written last). Rerunning into the same directory
 skips completed sessions (resume) unless ``overwrite`` is set; a directory holding a run with a different
-configuration is refused. A part that cannot be read back (a disk that lost its end; ``unreadable_parts``) is set
+configuration is refused (an identity recorded with absolute paths, by an earlier TickTock, is compared with its
+files named as today: ``ticktock.results.file_keys``). A part that cannot be read back (a disk that lost its end; ``unreadable_parts``) is set
 aside with its session's other parts in ``parts/unreadable/`` (``set_aside``), so the session is replayed and the
 merge never meets it. A sessions part records the fingerprint of the inputs it was replayed from
 (``fingerprints()``), so the runner replays a session whose manifest line or audio changed, after ``forget``-ting
@@ -37,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ticktock.results.atomic import atomic_write
+from ticktock.results.file_keys import location_free
 from ticktock.errors import RunFolderError
 from ticktock.results.fingerprint import FIELDS
 from ticktock.results.schema import TABLES, with_version
@@ -122,6 +124,8 @@ class RunWriter:
         elif existing.is_file():
             self.previous = read_previous(existing)
             previous = self.previous.get("identity")
+            if isinstance(previous, dict):  # one written when identities held absolute paths: named as today
+                previous = location_free(previous)
             if previous != identity:
                 raise RunDirError(
                     f"{self.run_dir} holds a run with a different configuration ({_difference(previous, identity)}); "
