@@ -1,16 +1,18 @@
 """``python -m ticktock.certify``: prove a decoder lossless and honestly counted, or a model adapter exact.
 
     python -m ticktock.certify decoder=speclisten              # the fixture model, then the embedded model
-    python -m ticktock.certify decoder=speclisten --quick      # the fixture model alone (seconds)
+    python -m ticktock.certify decoder=speclisten --quick      # the fixture model alone (about half a minute)
     python -m ticktock.certify decoder=my_decoder model=gander # the decoder checks on one model
     python -m ticktock.certify model=my_model                  # the adapter checks of a model
     python -m ticktock.certify decoder=pld decoder.num_pred=4 --out results/certify   # keep the replays
     python -m ticktock.certify decoder=pld --quick --settings greedy                  # one setting (seconds)
     python -m ticktock.certify decoder._target_=my_module.MyDecoder decoder.name=mine --quick   # not packaged
 
-Prints one row per property and setting (PASS, FAIL with its first counter-example, or SKIP with the reason),
-then a summary line. Exit code 0 when every check passed, 1 when one failed, 2 for a bad configuration. The
-decoder checks are ``ticktock.conformance.decoder``; the adapter checks ``ticktock.conformance.adapter``.
+Says on stderr, a plain line each, as every check starts (with what it replays) and ends (its result, the seconds
+it took and since certify began: ``ticktock.conformance.checks.Progress``); then prints one row per property and
+setting (PASS, FAIL with its first counter-example, or SKIP with the reason), then a summary line. Exit code 0 when
+every check passed, 1 when one failed, 2 for a bad configuration. The decoder checks are
+``ticktock.conformance.decoder``; the adapter checks ``ticktock.conformance.adapter``.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ def selection(overrides: list[str], name: str) -> str | None:
     return values[-1] if values else None
 
 
-def certify(args: argparse.Namespace) -> list:
+def certify(args: argparse.Namespace, progress=None) -> list:
+    """The checks ``args`` ask for (``parser``), each said to ``progress`` (a ``Progress``; default: nowhere) as it
+    starts and ends."""
     from ticktock.conformance.decoder import (MODELS, QUICK_MODELS, SETTINGS, CertifyError, certify_decoder,
                                               settings_named)
 
@@ -64,10 +68,11 @@ def certify(args: argparse.Namespace) -> list:
         raise CertifyError("nothing to certify: give decoder=NAME or decoder._target_=module.Class (its decoder "
                            "checks) and/or model=NAME")
     if decoder is None:
-        return certify_model(model, rest)
+        return certify_model(model, rest, progress)
     models = (model,) if model is not None else QUICK_MODELS if args.quick else MODELS
     settings = settings_named(args.settings) if args.settings else SETTINGS
-    return certify_decoder(decoder, models, tuple(rest), args.out, args.sessions, args.chunks, settings, args.cuts)
+    return certify_decoder(decoder, models, tuple(rest), args.out, args.sessions, args.chunks, settings, args.cuts,
+                           progress=progress)
 
 
 def decoder_target(overrides: list[str]) -> str | None:
@@ -99,13 +104,19 @@ def default_name(path: str) -> str:
     return path.rsplit(".", 1)[-1].lower()
 
 
-def certify_model(model: str, overrides: list[str]) -> list:
-    """The adapter checks of ``model`` (``ticktock.conformance.adapter.adapter_checks``), each on a fresh adapter."""
+def certify_model(model: str, overrides: list[str], progress=None) -> list:
+    """The adapter checks of ``model`` (``ticktock.conformance.adapter.adapter_checks``), each on a fresh adapter,
+    on the torch threads certify's replays use (``ticktock.conformance.decoder.thread_overrides``)."""
+    import torch
+
     from ticktock.conformance.adapter import adapter_checks
+    from ticktock.conformance.decoder import thread_overrides
     from ticktock.replay.config import build, compose_run
 
-    cfg = compose_run("ar", model, None, overrides)
-    return adapter_checks(lambda: build(cfg.model), model)
+    cfg = compose_run("ar", model, None, [*thread_overrides(overrides), *overrides])
+    if cfg.get("threads") is not None:
+        torch.set_num_threads(cfg.threads)
+    return adapter_checks(lambda: build(cfg.model), model, progress)
 
 
 def summary(results: list, what: str, seconds: float) -> str:
@@ -117,19 +128,19 @@ def summary(results: list, what: str, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ticktock.conformance.checks import all_passed, table
+    from ticktock.conformance.checks import Progress, all_passed, table
 
     args = parser().parse_args(argv)
-    began = time.perf_counter()
+    progress = Progress(sys.stderr, clock=time.perf_counter)  # its lines count the seconds from here, as the summary
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # one bar per model load of each replay: the table is the output
     with user_errors():
-        results = certify(args)
+        results = certify(args, progress)
     what = " ".join(o for o in args.overrides if o.lstrip("+~").startswith(("decoder=", "model=", "decoder._target_=",
                                                                             "decoder.name="))) or "nothing"
     print(table(results))
-    print(summary(results, what, time.perf_counter() - began))
+    print(summary(results, what, time.perf_counter() - progress.began))
     return 0 if all_passed(results) else 1
 
 

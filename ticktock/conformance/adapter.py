@@ -75,7 +75,7 @@ import numpy as np
 import torch
 
 from ticktock.adapters.base import ModelAdapter, Segment, TreeLayout
-from ticktock.conformance.checks import Check
+from ticktock.conformance.checks import Check, Progress
 from ticktock.decoders.trees import DraftTree, tree_layout
 
 SAMPLE_RATE = 16_000
@@ -93,13 +93,13 @@ PIECEWISE = "piecewise audio = whole"
 BATCHED = "forward_many = one by one"
 
 
-def adapter_checks(build: Callable[[], ModelAdapter], setting: str) -> list[Check]:
+def adapter_checks(build: Callable[[], ModelAdapter], setting: str, progress: Progress | None = None) -> list[Check]:
     """Every adapter property (see the module docstring), one ``Check`` each, in the module table's order.
 
     ``build()`` must return a fresh adapter on the same weights each call (it is called twice: the adapter under
     test and a reference that only replays the plain session); ``setting`` labels every result (e.g. the model's
-    name). Nothing is raised for a failing adapter: a failure, or an exception from the adapter, is a FAIL naming
-    its first counter-example.
+    name); ``progress``: where each check's start and end are said (default: nowhere). Nothing is raised for a
+    failing adapter: a failure, or an exception from the adapter, is a FAIL naming its first counter-example.
 
     Example::
 
@@ -108,16 +108,20 @@ def adapter_checks(build: Callable[[], ModelAdapter], setting: str) -> list[Chec
         >>> [c.result for c in results if c.prop == "keep compacts exactly"]
         ['PASS']
     """
+    progress = progress or Progress()
     with torch.inference_mode():
         try:
             subject, reference = build(), build()
         except Exception as err:  # the adapter under test cannot even be built: every property fails on it
-            return [Check(prop, setting, False, "build()", describe_exception(err)) for prop, _ in CHECKS]
+            return [progress.ended(Check(prop, setting, False, "build()", describe_exception(err)))
+                    for prop, _ in CHECKS]
         try:
             bench = Bench(subject, reference)
         except Exception as err:  # e.g. a tokenizer that gives no text token
-            return [Check(prop, setting, False, "the scripted session", describe_exception(err)) for prop, _ in CHECKS]
-        return [run_check(prop, setting, check, bench) for prop, check in CHECKS]
+            return [progress.ended(Check(prop, setting, False, "the scripted session", describe_exception(err)))
+                    for prop, _ in CHECKS]
+        return [progress.checked(prop, setting, lambda check=check, prop=prop: run_check(prop, setting, check, bench))
+                for prop, check in CHECKS]
 
 
 # ------------------------------------------------------------------------------------------ outcomes

@@ -18,22 +18,25 @@ Settings (``SETTINGS``): greedy and sampled, each with a session alone and with 
 (``concurrency.sessions=2``; a decoder that waits for audio in its idle windows, early prefill or partial-audio
 re-drafts, sleeps there while the device runs the other session). Sessions: by default one of each of
 the first task types of the shipped mini corpus (``TASK_TYPES``: a tool call, spoken answers; on the fixture
-model ``FIXTURE_TASK_TYPES``), ``chunks`` each; ``task=`` and ``limit.*`` overrides choose others.
+model ``FIXTURE_TASK_TYPES``), ``chunks`` each; ``task=`` and ``limit.*`` overrides choose others. Every replay
+runs on one torch thread unless ``threads=N`` (or ``OMP_NUM_THREADS``) says otherwise (``thread_overrides``).
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ticktock.conformance.checks import Check
-from ticktock.conformance.decoder_checks import (NO_PEEKING, cache_equals_ar, counters_agree, early_read,
-                                                 deterministic, forwards_logged, no_early_audio, tokens_equal_ar)
+from ticktock.conformance.checks import Check, Progress
+from ticktock.conformance.decoder_checks import (CACHE, COUNTERS, DETERMINISTIC, LOGGED, NO_PEEKING, TOKENS,
+                                                 cache_equals_ar, counters_agree, early_read, deterministic,
+                                                 forwards_logged, no_early_audio, tokens_equal_ar)
 from ticktock.conformance.perturbations import DESCRIPTIONS, PERTURBATIONS
 from ticktock.conformance.replays import Replay, ReplayTimedOut, Timeline, cut_audio, replay
 from ticktock.errors import ConfigError
@@ -111,7 +114,8 @@ def settings_named(names: str) -> tuple[Setting, ...]:
 def certify_decoder(decoder: str, models: tuple[str, ...] = MODELS, overrides: tuple[str, ...] = (),
                     out: Path | None = None, sessions: int = 2, chunks: int = 10,
                     settings: tuple[Setting, ...] = SETTINGS, cuts: int = 1,
-                    references: dict | None = None, perturbations: tuple[str, ...] = PERTURBATIONS) -> list[Check]:
+                    references: dict | None = None, perturbations: tuple[str, ...] = PERTURBATIONS,
+                    progress: Progress | None = None) -> list[Check]:
     """Check decoder ``decoder`` (a name of ``configs/decoder/`` or an installed plug-in) on each of ``models``.
 
     ``overrides``: Hydra overrides for every replay (``decoder.*`` ones for the decoder's replays only, e.g.
@@ -120,7 +124,8 @@ def certify_decoder(decoder: str, models: tuple[str, ...] = MODELS, overrides: t
     audio cut, per setting (``plan_cuts``; 0: none, and the no-peeking check is skipped), each replayed once per
     perturbation of ``perturbations`` (``ticktock.conformance.perturbations``: default all); ``references``: a dict
     in which the AR replays are kept for later calls with the same model and options (certifying several
-    decoders). Returns one ``Check`` per property, model and setting.
+    decoders); ``progress``: where each check's start and end are said (default: nowhere). Returns one ``Check``
+    per property, model and setting.
 
     Example (PLD on the fixture model, greedy, its sessions replayed one at a time)::
 
@@ -140,6 +145,7 @@ def certify_decoder(decoder: str, models: tuple[str, ...] = MODELS, overrides: t
     """
     import tempfile
 
+    progress = progress or Progress()
     check_clock(overrides)
     check_settings_fit(settings, sessions)
     if not (isinstance(cuts, int) and cuts >= 0):
@@ -150,14 +156,15 @@ def certify_decoder(decoder: str, models: tuple[str, ...] = MODELS, overrides: t
         folder = Path(out) if out is not None else Path(scratch)
         results = []
         for model in models:
-            common = [*selection_overrides(model, overrides, sessions, chunks), *shared]
+            common = [*selection_overrides(model, overrides, sessions, chunks), *thread_overrides(overrides),
+                      *shared]
             bench = Bench(decoder, model, common, ours, folder / model, per_task(overrides, sessions), references,
                           perturbations)
             for setting in settings:
                 try:
-                    results += bench.certify(setting, cuts)
+                    results += bench.certify(setting, cuts, progress)
                 except ReplayTimedOut as err:  # a hang the watchdog stopped: one failed check naming the chunk
-                    results.append(err.check(f"{model}, {setting.label}"))
+                    results.append(progress.ended(err.check(f"{model}, {setting.label}")))
         return results
 
 
@@ -210,6 +217,23 @@ def selection_overrides(model: str, overrides, sessions: int, chunks: int) -> li
     return [*types, f"limit.sessions={sessions}", f"limit.chunks={chunks}", "clock=modeled", "overwrite=true"]
 
 
+def thread_overrides(overrides, environ=os.environ) -> list[str]:
+    """``threads=1`` unless the user chose the torch threads: a ``threads=`` override, or ``OMP_NUM_THREADS`` in
+    ``environ``.
+
+    Certify's models are small and its clock is modeled, so more threads buy nothing; on a machine whose cores are
+    busy they cost much (a fixture forward measured 6.5 ms on one thread and 136 ms on two, on this project's 2-core
+    machine under load: the threads wait on each other).
+
+    >>> thread_overrides(["decoder.num_pred=4"], environ={})
+    ['threads=1']
+    >>> thread_overrides(["threads=4"], environ={}), thread_overrides([], environ={"OMP_NUM_THREADS": "2"})
+    ([], [])
+    """
+    chosen = any(o.lstrip("+~").startswith("threads=") for o in overrides) or "OMP_NUM_THREADS" in environ
+    return [] if chosen else ["threads=1"]
+
+
 class Bench:
     """Certify's replays of one decoder on one model, with the AR references shared between settings (a session's
     AR tokens and KV cache never depend on the device being shared: ``ticktock.replay.concurrency``)."""
@@ -225,12 +249,14 @@ class Bench:
 
     def config(self, setting: Setting, reference: bool = False) -> DictConfig:
         """The run config of the decoder (of AR for the ``reference``) in ``setting``: fp32 and eager attention
-        where the model has these settings. Composed once per Bench; settings are applied over it."""
-        from ticktock.replay.config import compose_run
+        where the model has these settings. Composed once per Bench, its run options checked then (a bad one is its
+        one line before any check starts); settings are applied over it."""
+        from ticktock.replay.config import check_run_options, compose_run
 
         if reference not in self._composed:
             decoder, ours = ("ar", []) if reference else (self.decoder, self.ours)
             cfg = compose_run(decoder, self.model, self.per_task, [*self.common, *ours])
+            check_run_options(cfg)
             with open_dict(cfg):
                 if "dtype" in cfg.model:
                     cfg.model.dtype = "float32"
@@ -239,16 +265,29 @@ class Bench:
             self._composed[reference] = cfg
         return setting.apply(self._composed[reference])
 
-    def certify(self, setting: Setting, cuts: int) -> list[Check]:
+    def certify(self, setting: Setting, cuts: int, progress: Progress | None = None) -> list[Check]:
+        """The six checks in ``setting``, in ``PROPERTIES``' order, each said to ``progress`` as it starts and
+        ends. A replay the watchdog stopped raises ``ReplayTimedOut``."""
+        progress = progress or Progress()
         label = f"{self.model}, {setting.label}"
         cfg = self.config(setting)
         folder = self.folder / slug(setting.label)
+        progress.started(TOKENS, label, "replays the decoder, then AR" if self.needs_reference(setting)
+                         else "replays the decoder; AR's replay of this sampling is reused")
         subject = replay(cfg, folder / "decoder")
         reference = self.reference(setting)
+        tokens = progress.ended(tokens_equal_ar(subject, reference, label))
+        logged = progress.checked(LOGGED, label, lambda: forwards_logged(subject, label))
+        counters = progress.checked(COUNTERS, label, lambda: counters_agree(subject, label))
+        cut_replays = cuts * len(self.perturbations) if "manifest" in cfg.task else 0
+        progress.started(NO_PEEKING, label, f"up to {cut_replays} replays of the decoder with the audio after a cut "
+                                            "replaced" if cut_replays else "")
+        peeking = progress.ended(self.no_peeking(cfg, subject, cuts, folder, label))
+        cache = progress.checked(CACHE, label, lambda: cache_equals_ar(subject, reference, label))
+        progress.started(DETERMINISTIC, label, "replays the decoder again")
         again = replay(cfg, folder / "decoder-again", capture_caches=False)
-        return [tokens_equal_ar(subject, reference, label), forwards_logged(subject, label),
-                counters_agree(subject, label), self.no_peeking(cfg, subject, cuts, folder, label),
-                cache_equals_ar(subject, reference, label), deterministic(subject, again, label)]
+        same = progress.ended(deterministic(subject, again, label))
+        return [tokens, logged, counters, peeking, cache, same]
 
     def no_peeking(self, cfg: DictConfig, subject: Replay, cuts: int, folder: Path, label: str) -> Check:
         """The no-peeking check: no read of audio that had not arrived, whatever it changed (``early_read``), then
@@ -276,9 +315,16 @@ class Bench:
                              replay(perturbed, folder / f"cut-{k}-{kind}", capture_caches=False)))
         return made
 
+    def reference_key(self, setting: Setting) -> tuple:
+        return self.model, tuple(self.common), self.per_task, setting.sampling
+
+    def needs_reference(self, setting: Setting) -> bool:
+        """Whether ``reference(setting)`` has still to replay AR (it is replayed once per sampling)."""
+        return self.reference_key(setting) not in self._references
+
     def reference(self, setting: Setting) -> Replay:
         """AR on the same sessions with the same sampling and seed, a session alone (replayed once per sampling)."""
-        key = (self.model, tuple(self.common), self.per_task, setting.sampling)
+        key = self.reference_key(setting)
         if key not in self._references:
             alone = Setting(setting.label, setting.sampling)
             folder = self.folder / f"ar-{slug(setting.label)}"
