@@ -21,10 +21,16 @@ def small_manifest(tmp_path_factory):
 
 
 def pytest_configure(config):
-    """One intra-op thread per test process: pytest-xdist runs two processes on CI's two cores."""
+    """One intra-op thread per test process, and per process a test starts (``OMP_NUM_THREADS=1``, inherited by every
+    ``python -m ticktock...`` subprocess; a test that checks the default threads removes it from its child's
+    environment): pytest-xdist runs two processes on CI's two cores, and a subprocess on torch's default (one thread
+    per core) spins against the other worker."""
+    import os
+
     import torch
 
     torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +38,17 @@ def embedded_adapter():
     from ticktock.embedded.model import load_embedded_adapter
 
     return load_embedded_adapter()
+
+
+@pytest.fixture(autouse=True)
+def root_logging_restored():
+    """The root logger as it was before each test: a test that runs Hydra in process leaves handlers there that write
+    to that test's captured streams, closed once it ends, so a later test's in-process server (its access log) would
+    print ``--- Logging error ---`` into the output, depending on which tests ran before it on that worker."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

@@ -144,8 +144,8 @@ RULES: dict[str, Rule] = {
     "python -m ticktock.run decoder=speclisten_plus concurrency.sessions=4":
         Rule(LIMIT, "limit.sessions=4 limit.chunks=2", why="N is at most the sessions a run replays"),
     "python scripts/bench_concurrency.py --sessions 1,2,4,8":
-        Rule(LIMIT, "--per-task 1 --decoders speclisten_plus --policies expected_savings limit.sessions=8 limit.chunks=2",
-             why="N = 8 needs 8 sessions"),
+        Rule(LIMIT, "--per-task 1 --decoders speclisten_plus --policies expected_savings --sessions 1,4 limit.sessions=4 "
+                    "limit.chunks=2", why="N = 1 and N = 4 (4 sessions); N = 8 replays 8 sessions of each run"),
     "python scripts/bench_capacity.py --out results/capacity":
         Rule(LIMIT, f"--per-task 1 --decoders ar,speclisten --batching false --limit 2 {TWO_SESSIONS}",
              why="about 30 minutes for the whole search"),

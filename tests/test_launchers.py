@@ -15,7 +15,7 @@ import pytest
 from ticktock.tables.build import build_tables
 from ticktock.tables.load import TablesError, load_results
 
-SWEEP = ["model=fixture", "decoder=ar,speclisten", "limit.per_task=1", "limit.chunks=5", "progress=false"]
+SWEEP = ["model=fixture", "decoder=ar,speclisten", "limit.per_task=1", "limit.chunks=3", "progress=false"]
 VARYING = ["run_id"]  # differs by folder; and every *_wall_* column: measured, not modeled
 
 
@@ -130,7 +130,7 @@ def test_a_requeued_shard_resumes_its_folder(shards, tmp_path):
     for part in (folder / "parts").glob(first.name.removesuffix(".sessions.parquet") + ".*"):
         part.unlink()  # as if preempted before the last session was written
     done = subprocess.run([sys.executable, "-m", "ticktock.run", "model=fixture", "decoder=ar", "limit.per_task=1",
-                           "limit.chunks=5", "progress=false", "shard.index=0", "shard.count=4",
+                           "limit.chunks=3", "progress=false", "shard.index=0", "shard.count=4",
                            f"hydra.run.dir={folder}"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"{len(list((folder / 'parts').glob('*.sessions.parquet')))} sessions" in done.stdout

@@ -24,6 +24,9 @@ from ticktock.replay.config import build, check_run_options, compose_run
 from helpers import outputs
 from helpers import replay as replay_session
 
+#: Chunks of each session the every-decoder checks replay: two idle windows whose drafts the next chunk verifies, and
+#: the cross-chunk pool carried from one to the next.
+LOSSLESS_CHUNKS = 3
 DECODERS = ("pld", "recycling", "lookahead", "speclisten_silence", "speclisten_runnerup", "speclisten", "speclisten_plus")
 
 
@@ -235,14 +238,16 @@ def shipped(name):
 def test_every_decoder_equals_ar_greedy(short_tool_adapters, sessions, model):
     adapter = short_tool_adapters[model]
     for session in sessions if model == "gander" else sessions[:1]:
-        expected = replay(adapter, session, ARDecoder())
+        expected = replay(adapter, session, ARDecoder(), max_chunks=LOSSLESS_CHUNKS)
         for name in DECODERS:
-            assert replay(adapter, session, shipped(name)) == expected, (model, name, session.session_id)
+            assert replay(adapter, session, shipped(name), max_chunks=LOSSLESS_CHUNKS) == expected, \
+                (model, name, session.session_id)
 
 
 @pytest.mark.parametrize("model", ["minicpmo45", "gander", "realtime_venus", "lws"])
 def test_every_decoder_equals_ar_sampled(short_tool_adapters, sessions, model):
     adapter, session = short_tool_adapters[model], sessions[0]
-    expected = replay(adapter, session, ARDecoder(), temperature=0.7, top_p=0.8, top_k=20, seed=3)
+    sampling = dict(temperature=0.7, top_p=0.8, top_k=20, seed=3, max_chunks=LOSSLESS_CHUNKS)
+    expected = replay(adapter, session, ARDecoder(), **sampling)
     for name in DECODERS:
-        assert replay(adapter, session, shipped(name), temperature=0.7, top_p=0.8, top_k=20, seed=3) == expected, (model, name)
+        assert replay(adapter, session, shipped(name), **sampling) == expected, (model, name)
