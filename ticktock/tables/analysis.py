@@ -170,8 +170,7 @@ def _temperature_rows(base, cell, shown: list[str], fixed: dict[str, bool]) -> l
 def fixed_output_notes(results: Results, baseline: str, data: pd.DataFrame) -> list[str]:
     """Per sweep of Figure 4b (a group of ``data``), what its baseline's outputs say about its speedups: every output
     token-identical at every temperature (the temperature may not have been applied), or its FDB v3 tool calls
-    token-identical (the model is that sure of them: sampling drew its greedy call each time, so the tool speedup
-    compares the same calls at every T)."""
+    token-identical (sampling drew the same calls at every T, so the tool speedup compares the same calls)."""
     notes, swept = [], set(data["group"])
     for setups in temperature_groups(results):
         bases = [base for base in (results.cell(s, baseline) for s in setups) if base is not None]
@@ -187,9 +186,8 @@ def fixed_output_notes(results: Results, baseline: str, data: pd.DataFrame) -> l
             speak = ("; its sampled speak chunks do change" if metrics.speak_mask(bases[0].chunks).any()
                      and not fixed_at_every_temperature(bases, metrics.speak_mask) else "")
             notes.append(f"{group}: {baseline}'s {len(calls)} FDB v3 tool calls ({sum(map(len, calls.values()))} "
-                         f"tokens) are token-identical at every temperature (T={temps}): the model puts so much "
-                         "probability on each token of its calls that sampling drew its greedy call every time, so "
-                         f"the tool speedup is measured on the same calls at every T{speak}")
+                         f"tokens) are token-identical at every temperature (T={temps}): sampling drew the same calls each "
+                         f"time, so the tool speedup is measured on the same calls at every T{speak}")
     return notes
 
 
