@@ -129,3 +129,23 @@ def test_weights_fingerprint_follows_the_weights():
         next(same.model.parameters()).view(-1)[0] += 1e-3
     same._fingerprint = None
     assert same.weights_fingerprint() != first.weights_fingerprint()
+
+
+def test_the_fixture_s_prompt_prefilled_in_chunks_is_the_one_forward_cache_bit_for_bit(fixture_adapter):
+    """The fixture prefills its prompt in forwards of ``PROMPT_CHUNK_TOKENS``: a long prompt (tools' schemas, one
+    token per character) leaves the cache, and the next chunk's logits, that one forward over the prompt gives."""
+    from ticktock.adapters.fixture import PROMPT_CHUNK_TOKENS
+
+    tools = [{"type": "function", "name": f"tool_{i}", "description": "Looks up an order by its number. " * 4,
+              "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}} for i in range(8)]
+    one_forward = fixture_adapter.replica()
+    one_forward.prompt_chunk_tokens = None
+    results = []
+    for adapter in (fixture_adapter, one_forward):
+        prompt = adapter.start_session(None, tools)
+        cache = [(layer.keys.clone(), layer.values.clone()) for layer in adapter.cache.layers]
+        results.append((cache, adapter.forward([[adapter.protocol.unit_open], adapter.encode_audio(noise())])))
+    assert len(prompt) > 8 * PROMPT_CHUNK_TOKENS
+    (chunked, chunked_logits), (whole, whole_logits) = results
+    assert all(torch.equal(a, b) for pair_a, pair_b in zip(chunked, whole) for a, b in zip(pair_a, pair_b))
+    assert torch.equal(chunked_logits, whole_logits)

@@ -119,6 +119,12 @@ class HFUnitAdapter(ModelAdapter):
     ``weights_origin``: what the weights are, as a checkpoint loader found them (``checkpoint.weights_origin``:
     ``{"miniature": True, "random_weights": True}`` for a miniature), reported by ``describe()`` into run.json
     ``environment.model``; empty (nothing reported) for a model built in code.
+
+    ``prompt_chunk_tokens``: ``start_session`` prefills the prompt in forwards of at most this many tokens (None: one
+    forward, as the real runtimes do). Eager attention over a long prompt in one forward holds a score for every pair
+    of its tokens; chunks hold a chunk's rows only. The prompt prefill is no decoder's work and no clock charges it.
+    Chunks change the cache's last float bits on some models (the matmuls' shapes differ), not on the fixture
+    (checked in tests/adapters/test_hf_unit.py).
     """
 
     def __init__(
@@ -135,6 +141,7 @@ class HFUnitAdapter(ModelAdapter):
         context_reserve: int = 512,
         context_evict_to: float = 0.75,
         weights_origin: dict | None = None,
+        prompt_chunk_tokens: int | None = None,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -155,6 +162,7 @@ class HFUnitAdapter(ModelAdapter):
         self.context_reserve = context_reserve
         self.context_evict_to = context_evict_to
         self.weights_origin = dict(weights_origin or {})  # {"miniature", "random_weights"} from the checkpoint loader
+        self.prompt_chunk_tokens = prompt_chunk_tokens
 
     # -------------------------------------------------------------------------------------- session
 
@@ -177,8 +185,10 @@ class HFUnitAdapter(ModelAdapter):
         self.cache = DynamicCache(config=self.model.config)
         self.frontend_state = self.frontend.initial_state()
         prompt = self.encode_text(self.prompt_text(system_prompt, tools))
-        if prompt:
-            self.forward([prompt], logits_from=len(prompt))
+        step = self.prompt_chunk_tokens or max(len(prompt), 1)
+        for start in range(0, len(prompt), step):
+            part = prompt[start:start + step]
+            self.forward([part], logits_from=len(part))
         return prompt
 
     # ---------------------------------------------------------------------------------------- audio
