@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,21 @@ def write_sessions(folder: Path, count: int = 3, duration_s: float = 6.4, rate: 
         sessions.append(Session(f"s{i}", task, path, duration_s, tools=(TOOL,), turns=(turn,),
                                 expected={"reference_answer": "it", "answer_aliases": [], "tool_calls": []}))
     return write_manifest(folder / "manifest.jsonl", sessions)
+
+
+def made_once(shared_dir: Path, name: str, make) -> Path:
+    """The folder ``shared_dir / name``, made by ``make(folder)`` once per test session: the first worker to ask makes
+    it under a file lock, the others wait and read it (pytest-xdist's workers share nothing else). Its users read it;
+    a test that changes files copies them first."""
+    folder = shared_dir / name
+    with open(shared_dir / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".done").touch()
+    return folder
 
 
 # ------------------------------------------------------------------------------------ replay set-up

@@ -27,7 +27,6 @@ once per test session.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -39,6 +38,7 @@ from itertools import product
 from pathlib import Path
 
 import pytest
+from helpers import made_once
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -472,19 +472,6 @@ def ci_extras() -> list[str]:
 
 # --- what the docs tell the user to have first --------------------------------------------------------------------
 
-def shared(shared_dir: Path, name: str, make) -> Path:
-    """A folder made once per test session (across pytest-xdist workers: under a file lock)."""
-    folder = shared_dir / name
-    with open(shared_dir / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / ".done").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            make(folder)
-            (folder / ".done").touch()
-    return folder
-
-
 def main_job_results(shared_dir: Path) -> Path:
     """The README's main job, run (shortened by its rule) once per test session: its ``results/main``."""
     command = next(c for c in ALL_COMMANDS if c.page == "README.md" and RULES[c.text].once)
@@ -494,7 +481,7 @@ def main_job_results(shared_dir: Path) -> Path:
         run_checked(checkout, command, RULES[command.text])
         shutil.move(checkout.folder / "results" / "main", folder / "main")
 
-    return shared(shared_dir, "main-job", make) / "main"
+    return made_once(shared_dir, "main-job", make) / "main"
 
 
 def copy_main_results(checkout: Checkout, shared_dir: Path) -> None:
@@ -633,12 +620,6 @@ NEEDS = {"main results": lambda checkout, shared_dir: copy_main_results(checkout
 
 
 # --- the tests ----------------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def shared_dir(tmp_path_factory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
 
 def test_every_command_has_exactly_one_rule():
     shown = {command.text for command in ALL_COMMANDS}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers import made_once
 from ticktock.tables.build import build_tables
 from ticktock.tables.load import TablesError, load_results
 
@@ -39,15 +40,18 @@ def table_texts(results) -> dict:
     return {t.key: t.formatted().to_csv(index=False) for t in build_tables(results).tables}
 
 
-@pytest.fixture(scope="module")
-def sequential(tmp_path_factory):
-    return sweep(tmp_path_factory.mktemp("sequential") / "sweep")  # Hydra's basic launcher: one job after another
+@pytest.fixture(scope="session")
+def sequential(shared_dir):
+    """Hydra's basic launcher, one job after another: swept once per test session, read by every worker."""
+    return made_once(shared_dir, "launchers-sequential", lambda folder: sweep(folder / "sweep")) / "sweep"
 
 
-@pytest.fixture(scope="module")
-def shards(tmp_path_factory):
-    return sweep(tmp_path_factory.mktemp("sharded") / "sweep", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                 "shard.count=4", "shard.index=range(0,4)")
+@pytest.fixture(scope="session")
+def shards(shared_dir):
+    """Four shards of each decoder, two jobs at a time (joblib): swept once per test session."""
+    return made_once(shared_dir, "launchers-sharded", lambda folder: sweep(
+        folder / "sweep", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "shard.count=4",
+        "shard.index=range(0,4)")) / "sweep"
 
 
 def test_a_joblib_sweep_gives_the_tables_of_the_same_sweep_run_sequentially(sequential, tmp_path):
@@ -198,11 +202,18 @@ def ray_can_start() -> str | None:
 
 
 def test_a_ray_sweep_on_a_local_instance_gives_the_sequential_tables(sequential, tmp_path):
+    """A sweep that fails is a failure, unless a bare local Ray instance cannot start on this machine either (asked
+    only then: starting one costs ~10 s)."""
     pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[cluster]')")
-    reason = ray_can_start()
-    if reason:
-        pytest.skip(reason)
-    folder = sweep(tmp_path / "sweep", "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2",
-                   "+hydra.launcher.ray.init.include_dashboard=false")
+    folder = tmp_path / "sweep"
+    done = subprocess.run([sys.executable, "-m", "ticktock.run", "-m", *SWEEP, f"hydra.sweep.dir={folder}",
+                           "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2",
+                           "+hydra.launcher.ray.init.include_dashboard=false"], capture_output=True, text=True,
+                          timeout=400)
+    if done.returncode != 0:
+        reason = ray_can_start()
+        if reason:
+            pytest.skip(reason)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert table_texts(load_results([folder])) == table_texts(load_results([sequential]))
     pd.testing.assert_frame_equal(chunk_rows(load_results([folder])), chunk_rows(load_results([sequential])))

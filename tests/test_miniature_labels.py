@@ -25,17 +25,13 @@ LABEL = "(miniature, random weights)"
 
 
 @pytest.fixture(scope="module")
-def gander(tmp_path_factory):
-    from ticktock.miniatures.minicpmo import write_miniature
-
-    return write_miniature("gander", tmp_path_factory.mktemp("mini") / "gander")
+def gander(miniatures):
+    return miniatures["gander"]
 
 
 @pytest.fixture(scope="module")
-def slm(tmp_path_factory):
-    from ticktock.miniatures.qwen_omni import write_streaming_slm_miniature
-
-    return write_streaming_slm_miniature(tmp_path_factory.mktemp("mini") / "slm")
+def slm(miniatures):
+    return miniatures["streaming_slm"]
 
 
 def marker(folder: Path) -> dict | None:

@@ -11,7 +11,6 @@ import torch
 
 from ticktock.adapters.checkpoint import CheckpointError, MissingWeightsError
 from ticktock.adapters.minicpmo import render_gander_tools
-from ticktock.miniatures.minicpmo import write_miniature
 from ticktock.clocks.modeled import CostProfile, ModeledClock
 from ticktock.decoders.ar import ARDecoder
 from ticktock.errors import TickTockError
@@ -31,11 +30,8 @@ DECODERS = ("pld", "recycling", "lookahead", "speclisten_silence", "speclisten_r
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("miniatures")
-    gander = write_miniature("gander", root / "gander")
-    return {"gander": gander, "minicpmo45": gander / "base", "realtime_venus": write_miniature("realtime_venus", root / "venus"),
-            "lws": write_miniature("lws", root / "lws")}
+def folders(miniatures):
+    return {name: miniatures[name] for name in ("gander", "minicpmo45", "realtime_venus", "lws")}
 
 
 def model_cfg(name, folder, *overrides):

@@ -23,8 +23,8 @@ SHARD = "model-00001-of-00002.safetensors"
 
 
 @pytest.fixture(scope="module")
-def miniature(tmp_path_factory):
-    return write_streaming_slm_miniature(tmp_path_factory.mktemp("qwen_omni") / "mini")
+def miniature(miniatures):
+    return miniatures["streaming_slm"]
 
 
 @pytest.fixture(scope="module")

@@ -62,9 +62,6 @@ def bad_token_ids(vocab: dict[str, int]) -> list[int]:
     from ticktock.adapters.bpe_tokenizer import byte_symbols
 
     symbols = byte_symbols()
-    bad = []
-    for token, i in vocab.items():
-        data = [symbols.get(c) for c in token]
-        if None not in data and (any(b >= 0x80 for b in data) or b"(" in bytes(data) or b")" in bytes(data)):
-            bad.append(i)
-    return sorted(bad)
+    byte_level = set(symbols)  # a piece with another character (an added token's) is no byte sequence
+    marking = {c for c, b in symbols.items() if b >= 0x80 or b in b"()"}
+    return sorted(i for token, i in vocab.items() if byte_level.issuperset(token) and not marking.isdisjoint(token))
