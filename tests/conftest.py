@@ -45,22 +45,10 @@ def shared_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def miniatures(shared_dir) -> dict:
-    """Each real family's miniature checkpoint (seed 0, ``ticktock.miniatures``), written once per test session:
-    family name -> folder (MiniCPM-o 4.5's is the Gander miniature's base). Tests read them; one that damages a
-    checkpoint copies it first."""
-    from helpers import made_once
+    """Each real family's miniature checkpoint, written once per test session (``helpers.shared_miniatures``)."""
+    from helpers import shared_miniatures
 
-    def write(folder: Path) -> None:
-        from ticktock.miniatures.minicpmo import write_miniature
-        from ticktock.miniatures.qwen_omni import write_streaming_slm_miniature
-
-        for family in ("gander", "realtime_venus", "lws"):
-            write_miniature(family, folder / family)
-        write_streaming_slm_miniature(folder / "streaming_slm")
-
-    root = made_once(shared_dir, "miniatures", write)
-    return {"gander": root / "gander", "minicpmo45": root / "gander" / "base", "realtime_venus": root / "realtime_venus",
-            "lws": root / "lws", "streaming_slm": root / "streaming_slm"}
+    return shared_miniatures(shared_dir)
 
 
 @pytest.fixture(scope="session")

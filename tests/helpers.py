@@ -56,6 +56,24 @@ def made_once(shared_dir: Path, name: str, make) -> Path:
     return folder
 
 
+def shared_miniatures(shared_dir: Path) -> dict[str, Path]:
+    """Each real family's miniature checkpoint (seed 0, ``ticktock.miniatures``), written once per test session:
+    family name -> folder (MiniCPM-o 4.5's is the Gander miniature's base). Tests read them; a test that changes a
+    checkpoint, or needs it at a path of its own, takes a copy (``shutil.copytree``: far cheaper than writing one)."""
+
+    def write(folder: Path) -> None:
+        from ticktock.miniatures.minicpmo import write_miniature
+        from ticktock.miniatures.qwen_omni import write_streaming_slm_miniature
+
+        for family in ("gander", "realtime_venus", "lws"):
+            write_miniature(family, folder / family)
+        write_streaming_slm_miniature(folder / "streaming_slm")
+
+    root = made_once(shared_dir, "miniatures", write)
+    return {"gander": root / "gander", "minicpmo45": root / "gander" / "base", "realtime_venus": root / "realtime_venus",
+            "lws": root / "lws", "streaming_slm": root / "streaming_slm"}
+
+
 # ------------------------------------------------------------------------------------ replay set-up
 
 

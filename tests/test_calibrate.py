@@ -78,15 +78,13 @@ def test_calibrate_rejects_batch_sizes_not_from_one(tmp_path):
     assert not (tmp_path / "p.yaml").exists()
 
 
-def test_calibrate_a_random_initialised_model_of_a_checkpoint_config(tmp_path):
+def test_calibrate_a_random_initialised_model_of_a_checkpoint_config(tmp_path, miniatures):
     """model.random_init: the shapes of a config.json (here a miniature's; by default the published 8B ones),
     random weights, no weights needed."""
     import shutil
 
-    from ticktock.miniatures.minicpmo import write_miniature
-
     folder = tmp_path / "shapes"
-    written = write_miniature("minicpmo45", tmp_path / "mini")
+    written = miniatures["minicpmo45"]
     folder.mkdir()
     shutil.copy(written / "config.json", folder / "config.json")  # the shapes only: no weights, no tokenizer
     out, stdout = calibrate(tmp_path, "model=minicpmo45", f"model.path={folder}", "model.random_init=true",

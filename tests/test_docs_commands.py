@@ -38,7 +38,7 @@ from itertools import product
 from pathlib import Path
 
 import pytest
-from helpers import made_once
+from helpers import made_once, shared_miniatures
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -544,14 +544,11 @@ def gander_base(checkout: Checkout, shared_dir: Path) -> None:
 def real_model_miniatures(checkout: Checkout, shared_dir: Path) -> None:
     """What docs/gpu.md's downloads leave in ~/ckpt: each real model's miniature in its real layout, in the folder
     the page names (Gander with its base in base/, Realtime-Venus in its Realtime-Venus-Audio/ folder)."""
-    from ticktock.miniatures.minicpmo import write_gander, write_minicpmo45, write_realtime_venus
-    from ticktock.miniatures.qwen_omni import write_streaming_slm_miniature
-
-    ckpt = checkout.home / "ckpt"
-    write_minicpmo45(ckpt / "minicpmo45")
-    write_gander(ckpt / "gander")
-    write_realtime_venus(ckpt / "realtime-venus" / "Realtime-Venus-Audio")
-    write_streaming_slm_miniature(ckpt / "qwen2.5-omni-7b")
+    ckpt, written = checkout.home / "ckpt", shared_miniatures(shared_dir)
+    for family, folder in (("minicpmo45", "minicpmo45"), ("gander", "gander"),
+                           ("realtime_venus", "realtime-venus/Realtime-Venus-Audio"),
+                           ("streaming_slm", "qwen2.5-omni-7b")):
+        shutil.copytree(written[family], ckpt / folder)
 
 
 def gander_miniature_sweep(checkout: Checkout, shared_dir: Path) -> None:

@@ -69,11 +69,9 @@ def test_on_this_cpu_the_report_says_no_gpu_no_weights_and_how_to_get_them(tmp_p
     assert "a100-8b-derived" in done.stdout and "ticktock.calibrate --gpu" not in done.stdout  # no GPU to calibrate
 
 
-def test_a_gander_miniature_named_by_the_variable_is_found_and_its_command_runs(tmp_path):
+def test_a_gander_miniature_named_by_the_variable_is_found_and_its_command_runs(tmp_path, miniatures):
     cpu_machine()
-    from ticktock.miniatures.minicpmo import write_miniature
-
-    folder = write_miniature("gander", tmp_path / "mini-gander")
+    folder = Path(shutil.copytree(miniatures["gander"], tmp_path / "mini-gander"))
     done = doctor(tmp_path, "--json", TICKTOCK_WEIGHTS_GANDER=str(folder))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
@@ -102,11 +100,9 @@ def test_a_gander_miniature_named_by_the_variable_is_found_and_its_command_runs(
     assert "1 sessions (0 skipped), 2 chunks" in ran.stdout
 
 
-def test_a_base_kept_elsewhere_and_a_folder_that_is_no_checkpoint(tmp_path):
+def test_a_base_kept_elsewhere_and_a_folder_that_is_no_checkpoint(tmp_path, miniatures):
     cpu_machine()
-    from ticktock.miniatures.minicpmo import write_miniature
-
-    folder = write_miniature("gander", tmp_path / "gander")
+    folder = Path(shutil.copytree(miniatures["gander"], tmp_path / "gander"))
     base = tmp_path / "minicpmo45"
     shutil.move(str(folder / "base"), str(base))
     (tmp_path / "empty").mkdir()
@@ -129,11 +125,9 @@ def test_a_base_kept_elsewhere_and_a_folder_that_is_no_checkpoint(tmp_path):
     assert slm["weights"]["problem"] in render(json.loads(done.stdout))
 
 
-def test_a_gander_without_its_base_says_what_is_missing(tmp_path):
+def test_a_gander_without_its_base_says_what_is_missing(tmp_path, miniatures):
     cpu_machine()
-    from ticktock.miniatures.minicpmo import write_miniature
-
-    folder = write_miniature("gander", tmp_path / "gander")
+    folder = Path(shutil.copytree(miniatures["gander"], tmp_path / "gander"))
     shutil.rmtree(folder / "base")
     done = doctor(tmp_path, "--json", TICKTOCK_WEIGHTS_GANDER=str(folder))
     gander = next(m for m in json.loads(done.stdout)["models"] if m["model"] == "gander")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,12 +90,10 @@ def test_every_gpu_command_of_the_page_is_tried_here_up_to_the_gpu():
             assert rule.how in (RUN, ENV) and rule.exit_code == 0, (command.text, rule)
 
 
-def test_the_pages_first_gpu_run_stops_in_one_line_and_leaves_no_run_folder(tmp_path):
+def test_the_pages_first_gpu_run_stops_in_one_line_and_leaves_no_run_folder(tmp_path, miniatures):
     (command,) = [c.text for c in shown_commands(PAGE) if c.text.startswith("python -m ticktock.run model=gander")]
     weights = tmp_path / "ckpt" / "gander"
-    from ticktock.miniatures.minicpmo import write_gander
-
-    write_gander(weights)
+    shutil.copytree(miniatures["gander"], weights)
     run_dir = tmp_path / "results" / "first-run"
     words = command.replace("$HOME/ckpt/gander", str(weights)).split()[1:]
     done = subprocess.run([sys.executable, *words, f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=NO_GPU,

@@ -21,16 +21,16 @@ def test_main_job_runs_every_decoder_and_prints_the_headline_tables(tmp_path):
 
 
 def test_main_job_with_two_jobs_at_once_writes_the_tables_of_one_at_a_time(tmp_path):
-    def main_job(out, *extra):
-        done = subprocess.run(
-            [sys.executable, "-m", "ticktock.main_job", "--out", str(out), "--model", "fixture", "--per-task", "1",
-             "--decoders", "ar,speclisten", "--temperatures", "", *extra, "limit.chunks=3"],
-            capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        return {p.name: p.read_text() for p in sorted((out / "report").glob("*.csv"))}
+    from ticktock import main_job
 
-    one = main_job(tmp_path / "one", "--jobs", "1")
-    two = main_job(tmp_path / "two")  # auto: 2 at a time on the modeled clock (the test machines have 2+ cores)
+    job = ["--model", "fixture", "--per-task", "1", "--decoders", "ar,speclisten", "--temperatures", "", "limit.chunks=3"]
+    assert main_job.main(["--out", str(tmp_path / "one"), "--jobs", "1", *job]) == 0  # in this process, one at a time
+    # auto: 2 at a time on the modeled clock (the test machines have 2+ cores), in joblib's worker processes
+    done = subprocess.run([sys.executable, "-m", "ticktock.main_job", "--out", str(tmp_path / "two"), *job],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    one, two = ({p.name: p.read_text() for p in sorted((tmp_path / out / "report").glob("*.csv"))}
+                for out in ("one", "two"))
     assert len(one) > 5 and two == one  # two runs, two at a time: the same tables
 
 

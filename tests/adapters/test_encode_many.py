@@ -197,24 +197,22 @@ def test_a_call_after_its_own_sessions_advance_sees_the_advanced_state(embedded_
     assert_states_equal(a.frontend_state, reference.frontend_state)
 
 
-def miniature_adapter(kind, folder):
+def miniature_adapter(kind, miniatures):
     """A real model's adapter on its miniature checkpoint (fp32, CPU)."""
     if kind == "minicpmo45":
         from ticktock.adapters.minicpmo import load_minicpmo_adapter
-        from ticktock.miniatures.minicpmo import write_miniature
 
-        return load_minicpmo_adapter(path=str(write_miniature("minicpmo45", folder)), device="cpu")
+        return load_minicpmo_adapter(path=str(miniatures["minicpmo45"]), device="cpu")
     from ticktock.adapters.qwen_omni import load_streaming_slm_adapter
-    from ticktock.miniatures.qwen_omni import write_streaming_slm_miniature
 
-    return load_streaming_slm_adapter(str(write_streaming_slm_miniature(folder)))
+    return load_streaming_slm_adapter(str(miniatures["streaming_slm"]))
 
 
 @pytest.mark.parametrize("kind", ["minicpmo45", "qwen_omni"])
-def test_the_default_is_one_after_another_for_front_ends_that_cannot_batch(kind, tmp_path):
+def test_the_default_is_one_after_another_for_front_ends_that_cannot_batch(kind, miniatures):
     """MiniCPM-o's streaming encoder and Qwen-Omni's chunk encoder have no ``encode_many``: their replicas take the
     default, equal to encode_audio / peek_audio alone (exactly: the same calls), front-end states included."""
-    adapter = miniature_adapter(kind, tmp_path / "mini")
+    adapter = miniature_adapter(kind, miniatures)
     assert not hasattr(adapter.frontend, "encode_many")
     batched, single = started_replicas(adapter, 3), started_replicas(adapter, 3)
     for round_ in range(2):
