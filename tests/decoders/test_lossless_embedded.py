@@ -36,31 +36,45 @@ def replay(adapter, session, decoder, max_chunks, **sampling):
                                   max_chunks=max_chunks, **sampling))
 
 
+@pytest.fixture(scope="module")
+def ar(embedded_adapter):
+    """AR's outputs on a session, replayed once per session, chunk count and sampling for every decoder compared."""
+    replayed = {}
+
+    def outputs_of(session, max_chunks, **sampling):
+        key = (session.session_id, max_chunks, tuple(sorted(sampling.items())))
+        if key not in replayed:
+            replayed[key] = replay(embedded_adapter, session, ARDecoder(), max_chunks, **sampling)
+        return replayed[key]
+
+    return outputs_of
+
+
 @pytest.mark.parametrize("name", sorted(DECODERS))
-def test_greedy_outputs_equal_ar(embedded_adapter, sessions, name):
+def test_greedy_outputs_equal_ar(embedded_adapter, sessions, ar, name):
     for session in sessions:
-        expected = replay(embedded_adapter, session, ARDecoder(), 16)
+        expected = ar(session, 16)
         assert replay(embedded_adapter, session, DECODERS[name](), 16) == expected, session.session_id
 
 
 @pytest.mark.parametrize("name", ["pld", "recycling", "lookahead", "speclisten", "speclisten_plus", "ar_prefill",
                                   "speclisten_stream"])
-def test_sampled_outputs_equal_ar_with_the_same_seed(embedded_adapter, sessions, name):
+def test_sampled_outputs_equal_ar_with_the_same_seed(embedded_adapter, sessions, ar, name):
     session = sessions[0]
-    expected = replay(embedded_adapter, session, ARDecoder(), 16, temperature=0.7, seed=2)
+    expected = ar(session, 16, temperature=0.7, seed=2)
     assert replay(embedded_adapter, session, DECODERS[name](), 16, temperature=0.7, seed=2) == expected
 
 
 @pytest.mark.parametrize("policy", ["speech", "first_token"])
-def test_partial_hypotheses_under_every_redraft_policy_equal_ar(embedded_adapter, sessions, policy):
+def test_partial_hypotheses_under_every_redraft_policy_equal_ar(embedded_adapter, sessions, ar, policy):
     decoder = build(compose_run("speclisten_stream", "embedded", None, [f"decoder.redraft_policy={policy}"]).decoder)
     session = sessions[0]
-    assert replay(embedded_adapter, session, decoder, 16) == replay(embedded_adapter, session, ARDecoder(), 16)
+    assert replay(embedded_adapter, session, decoder, 16) == ar(session, 16)
 
 
 @pytest.mark.parametrize("name,batching", [("ar_prefill", False), ("speclisten_stream", False),
                                            ("speclisten_stream", True)])
-def test_on_a_shared_device_outputs_equal_ar(embedded_adapter, sessions, name, batching):
+def test_on_a_shared_device_outputs_equal_ar(embedded_adapter, sessions, ar, name, batching):
     """Three sessions at once on one device: waiting lanes (early prefill, partial-audio re-drafts) and, with batching,
     drafts batched across sessions leave every session's tokens those of AR alone."""
     from ticktock.decoders.selection import Sampling
@@ -70,7 +84,7 @@ def test_on_a_shared_device_outputs_equal_ar(embedded_adapter, sessions, name, b
     from ticktock.scheduling.expected_savings import ExpectedSavings
     from ticktock.sessions.audio import load_audio
 
-    expected = {s.session_id: replay(embedded_adapter, s, ARDecoder(), 8) for s in sessions}
+    expected = {s.session_id: ar(s, 8) for s in sessions}
     clock = ModeledClock(CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml")))
     engines = [ReplayEngine(embedded_adapter.replica(), DECODERS[name](), clock, Sampling(),
                             ToolCallInjector(MockToolExecutor()), max_chunks=8) for _ in sessions]
@@ -84,14 +98,14 @@ def test_on_a_shared_device_outputs_equal_ar(embedded_adapter, sessions, name, b
 
 
 @pytest.mark.parametrize("name", ["speclisten_plus", "speclisten_stream"])
-def test_trees_cut_to_their_cost_cap_equal_ar(embedded_adapter, sessions, name):
+def test_trees_cut_to_their_cost_cap_equal_ar(embedded_adapter, sessions, ar, name):
     """``verify_cost_cap`` cuts trees on the wall clock (the line it measures as it goes: every cut differs from run to
     run) and on a steep cost line (a forward costs 1 ms a token: the cap binds on every wide tree); the output is AR's
     either way."""
     from ticktock.clocks.wall import WallClock
 
     session = sessions[0]
-    expected = replay(embedded_adapter, session, ARDecoder(), 12)
+    expected = ar(session, 12)
     steep = CostProfile("steep", [1, 201], [0], [[1.0], [201.0]], encode_ms=0.0, provenance="tests")
     for clock in (WallClock(embedded_adapter.synchronize), ModeledClock(steep)):
         decoder = build(compose_run(name, "embedded", None, ["decoder.verify_cost_cap=1.5"]).decoder)
