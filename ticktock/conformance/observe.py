@@ -48,6 +48,7 @@ POST_AUDIO_WORK = "post_audio"  # a decoder's decode_chunk: its forwards are log
 IDLE_WORK = "idle"  # a decoder's idle window: its forwards are logged in phase draft or early_prefill
 
 _RECORDERS: "weakref.WeakValueDictionary[str, Recorder]" = weakref.WeakValueDictionary()
+_BUILT: dict = {}  # a model config (its YAML) -> the adapter built from it, replicated for each replay
 
 
 @dataclass(frozen=True)
@@ -352,10 +353,23 @@ def audio_reads_watched(recorder: Recorder) -> Iterator[None]:
 
 
 def observed_adapter(inner: DictConfig, recorder: str):
-    """Hydra target of an observed model config: the model ``inner`` builds, instrumented (``instrument``)."""
+    """Hydra target of an observed model config: the model ``inner`` builds, instrumented (``instrument``).
+
+    Certify replays one model many times (every setting, cut and perturbation): the model is built once per config
+    and each replay gets a replica of it (``ModelAdapter.replica``: its own session state on the same weights, as
+    sessions sharing a device get); an adapter without replicas is built afresh for every replay. Only the most
+    recently built model is kept."""
     from ticktock.replay.config import build
 
-    return instrument(build(inner), _RECORDERS[recorder])
+    key = OmegaConf.to_yaml(inner)
+    if key not in _BUILT:
+        _BUILT.clear()
+        _BUILT[key] = build(inner)
+    try:
+        adapter = _BUILT[key].replica()
+    except NotImplementedError:
+        adapter = build(inner)
+    return instrument(adapter, _RECORDERS[recorder])
 
 
 def observed_decoder(inner: DictConfig, recorder: str):
