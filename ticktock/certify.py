@@ -1,7 +1,7 @@
 """``python -m ticktock.certify``: prove a decoder lossless and honestly counted, or a model adapter exact.
 
     python -m ticktock.certify decoder=speclisten              # the fixture model, then the embedded model
-    python -m ticktock.certify decoder=speclisten --quick      # the fixture model alone (about 20 s)
+    python -m ticktock.certify decoder=speclisten --quick      # the fixture model alone (about 15 s)
     python -m ticktock.certify decoder=my_decoder model=gander # the decoder checks on one model
     python -m ticktock.certify model=my_model                  # the adapter checks of a model
     python -m ticktock.certify decoder=pld decoder.num_pred=4 --out results/certify   # keep the replays

@@ -362,13 +362,13 @@ def observed_adapter(inner: DictConfig, recorder: str):
     from ticktock.replay.config import build
 
     key = OmegaConf.to_yaml(inner)
-    if key not in _BUILT:
-        _BUILT.clear()
-        _BUILT[key] = build(inner)
+    built = _BUILT.pop(key, None) or build(inner)
+    _BUILT.clear()
     try:
-        adapter = _BUILT[key].replica()
+        adapter = built.replica()
     except NotImplementedError:
-        adapter = build(inner)
+        return instrument(built, _RECORDERS[recorder])  # no replicas: this replay's own build, the next builds again
+    _BUILT[key] = built
     return instrument(adapter, _RECORDERS[recorder])
 
 
