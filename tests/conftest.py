@@ -23,8 +23,9 @@ def small_manifest(tmp_path_factory):
 def pytest_configure(config):
     """One intra-op thread per test process, and per process a test starts (``OMP_NUM_THREADS=1``, inherited by every
     ``python -m ticktock...`` subprocess; a test that checks the default threads removes it from its child's
-    environment): pytest-xdist runs two processes on CI's two cores, and a subprocess on torch's default (one thread
-    per core) spins against the other worker."""
+    environment): pytest-xdist runs three processes on CI's two cores (the README's ``-n 3``: one of them often waits
+    on a live session's real-time clock), and a subprocess on torch's default (one thread per core) spins against
+    the other workers."""
     import os
 
     import torch

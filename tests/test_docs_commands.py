@@ -68,7 +68,7 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     # README: the two commands, everyday use
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,cluster,voices,serve-test]' -e examples/ticktock-example-plugins && .venv/bin/pip install --no-deps vllm-omni==0.30.0 && .venv/bin/python scripts/peers/vllm_omni.py build && .venv/bin/python -m pytest -n 2 -q --durations=20":
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,cluster,voices,serve-test]' -e examples/ticktock-example-plugins && .venv/bin/pip install --no-deps vllm-omni==0.30.0 && .venv/bin/python scripts/peers/vllm_omni.py build && .venv/bin/python -m pytest -n 3 -q --durations=20":
         Rule(CI, why="this test suite: CI (.ci/run) runs exactly this line"),
     "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m ticktock.main_job --out results/main":
         Rule(LIMIT, "--per-task 1 --decoders ar,speclisten --temperatures '' limit.chunks=4", says="report:", once=True,
