@@ -32,6 +32,10 @@ def pytest_configure(config):
 
     torch.set_num_threads(1)
     os.environ["OMP_NUM_THREADS"] = "1"
+    # The hundreds of `python -m ticktock...` processes the tests start cache TickTock's compiled modules as any Python
+    # does: a shell that sets PYTHONDONTWRITEBYTECODE would make every one of them compile them again.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
 
 @pytest.fixture(scope="session")

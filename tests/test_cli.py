@@ -42,6 +42,10 @@ def test_smoke_run_then_resume(tmp_path, small_manifest):
     clash = run_cli(*common(small_manifest, run_dir), "limit.chunks=4", "clock=wall")
     assert clash.returncode == 4 and "different configuration" in clash.stderr
     assert one_line(clash).startswith(f"ticktock: error: {run_dir} holds a run with a different configuration")
+    unbuilt = run_cli(*common(small_manifest, run_dir), "limit.chunks=4", "+model.not_an_option=1")
+    assert unbuilt.returncode == 4 and "(model: {" in one_line(unbuilt)  # refused before the model is built: its
+    # build would fail (an option the fixture does not take)
+    assert "'not_an_option': 1}" in one_line(unbuilt)
 
 
 def test_bad_manifest_line_is_named_before_any_work(tmp_path, small_manifest):

@@ -191,7 +191,7 @@ def test_the_slurm_config_is_a_valid_submitit_job_array_for_one_gpu_per_task(tmp
 
 def ray_can_start() -> str | None:
     """None when a local Ray instance starts here, else why not."""
-    probe = "import ray; ray.init(num_cpus=2, include_dashboard=False); print(ray.get(ray.remote(lambda: 7).remote()))"
+    probe = "import ray; ray.init(num_cpus=1, include_dashboard=False); print(ray.get(ray.remote(lambda: 7).remote()))"
     try:
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=180)
     except subprocess.TimeoutExpired:
@@ -207,7 +207,7 @@ def test_a_ray_sweep_on_a_local_instance_gives_the_sequential_tables(sequential,
     pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[cluster]')")
     folder = tmp_path / "sweep"
     done = subprocess.run([sys.executable, "-m", "ticktock.run", "-m", *SWEEP, f"hydra.sweep.dir={folder}",
-                           "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2",
+                           "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=1",
                            "+hydra.launcher.ray.init.include_dashboard=false"], capture_output=True, text=True,
                           timeout=400)
     if done.returncode != 0:

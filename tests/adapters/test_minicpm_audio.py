@@ -148,6 +148,17 @@ def test_streaming_equals_block_causal_one_shot(frontend, session, straight):
     torch.testing.assert_close(streamed, one_shot, rtol=ONE_SHOT_TOLERANCE, atol=ONE_SHOT_TOLERANCE)
 
 
+def test_the_training_form_is_the_one_shot_with_gradients(frontend, session):
+    windows = frontend.session_mel_windows(session, 16000, None)[:31]  # the 29-chunk reset inside
+    trained = frontend.embed_windows(windows)
+    assert trained.requires_grad
+    trained.square().mean().backward()
+    assert frontend.apm.layers[0].self_attn.k_proj.weight.grad.abs().sum() > 0
+    assert frontend.audio_projection_layer.linear1.weight.grad.abs().sum() > 0
+    frontend.zero_grad(set_to_none=True)
+    torch.testing.assert_close(trained.detach(), frontend.encode_offline(session[:31 * 16000]), rtol=0, atol=0)
+
+
 def test_one_shot_without_the_reset_would_differ(frontend, session, straight):
     """The reset matters: one block-causal group over chunks 0-29 (1500 positions) misses chunk 29's reset."""
     embeds, _ = straight

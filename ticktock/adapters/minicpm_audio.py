@@ -343,6 +343,13 @@ class MiniCPMAudioFrontend(nn.Module):
         equal to chunk-by-chunk ``encode``; in fp32 it agrees to float rounding.
         """
         windows = self.session_mel_windows(torch.as_tensor(samples).reshape(-1), chunk_samples, first_chunk_samples)
+        return self.embed_windows(windows)
+
+    def embed_windows(self, windows: list[torch.Tensor]) -> torch.Tensor:
+        """The embeddings [10 * chunks, llm_hidden] of a session's mel windows (``session_mel_windows``), as
+        ``encode_offline`` computes them; called outside inference mode it keeps the autograd graph, which is how a
+        model is trained on this front-end: the windows computed once per session (no gradient flows into the mel),
+        the encoder, projection and pooling trained through the same block-causal groups streaming replays."""
         cores = [self.conv_frames(window, first=index == 0) for index, window in enumerate(windows)]
         embeds = []
         for group in self.encoder_groups([window.shape[-1] for window in windows]):

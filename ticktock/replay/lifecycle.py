@@ -62,6 +62,12 @@ class UnitSource:
     def identity(self, cfg: DictConfig) -> dict:
         raise NotImplementedError
 
+    def identity_before_prepare(self, cfg: DictConfig) -> tuple[dict, tuple[str, ...]] | None:
+        """The part of ``identity(cfg)`` known before ``prepare``, and the keys only ``prepare`` makes known; None
+        (the default) when the folder is only known after ``prepare``. A folder holding a run of another
+        configuration is then refused before the source prepares (a model of many GB is not loaded to be refused)."""
+        return None
+
     def labels(self, cfg: DictConfig) -> dict:
         raise NotImplementedError
 
@@ -194,6 +200,7 @@ def run_lifecycle(cfg: DictConfig, run_dir: Path, source: UnitSource) -> RunSumm
     from ticktock.replay.config import build, check_run_options, select_sessions, shard_sessions
     from ticktock.replay.run_folder import holding_lock, settled_folder
     from ticktock.results.writable import check_writable
+    from ticktock.results.writer import refuse_another_run_early
 
     source.check(cfg)
     check_run_options(cfg)
@@ -202,6 +209,9 @@ def run_lifecycle(cfg: DictConfig, run_dir: Path, source: UnitSource) -> RunSumm
     sessions = select_sessions(cfg, task)  # a missing audio file: exit 3, before any work
     check_sessions_replayed(ConcurrencySettings.parse(cfg.get("concurrency")),  # N <= sessions (which shard keeps a
                             len(shard_sessions(cfg, sessions, {})[0]))         # session: not the identity)
+    early = None if cfg.overwrite else source.identity_before_prepare(cfg)
+    if early is not None:
+        refuse_another_run_early(run_dir, *early)
     source.prepare(cfg, task, sessions)
     run_dir = settled_folder(run_dir, source.run_folder(cfg, run_dir))  # a live run: named from its server
     return holding_lock(cfg, run_dir, lambda: write_run(cfg, run_dir, source, sessions), source.labels(cfg))

@@ -33,6 +33,10 @@ def run(cfg: DictConfig, run_dir: Path) -> RunSummary:
     return run_lifecycle(cfg, run_dir, ReplayedUnits())
 
 
+#: The identity keys of a replayed run that its built engine gives (``ReplayedUnits.identity``).
+AFTER_BUILD = ("weights", "talker_cost")
+
+
 class ReplayedUnits(UnitSource):
     """The units of a model replayed in process under the run's clock (``ticktock.replay.lifecycle.UnitSource``):
     the engine is built in ``prepare``; run.json records the clock, the machine, the decoder, the talker, the
@@ -64,6 +68,10 @@ class ReplayedUnits(UnitSource):
     def identity(self, cfg: DictConfig) -> dict:
         weights = self.engine.adapter.describe().get("weights_fingerprint")
         return {**identity(cfg), "weights": weights, **talker_identity(self.engine)}
+
+    def identity_before_prepare(self, cfg: DictConfig) -> tuple[dict, tuple[str, ...]]:
+        """The config's identity; the weights' fingerprint and the talker's cost are known once the model is built."""
+        return identity(cfg), AFTER_BUILD
 
     def labels(self, cfg: DictConfig) -> dict:
         return {"model": cfg.model.name, "decoder": cfg.decoder.name, "clock": cfg.clock.name}

@@ -112,6 +112,33 @@ def unreadable(path: Path) -> str | None:
     return None
 
 
+def refuse_another_configuration(run_dir: Path, previous_run: dict, identity: dict, known_later: tuple = ()) -> None:
+    """A ``RunDirError`` when the run ``run_dir`` holds (its run.json, ``previous_run``) has another identity than
+    ``identity``. ``known_later``: identity keys not known yet (a replayed run's ``weights`` before its model is
+    built), left out on both sides, so that a run into a folder of another configuration is refused before the
+    model is loaded, and refused again, keys and all, once it is.
+
+    >>> refuse_another_configuration(Path("r"), {"identity": {"seed": 0, "weights": "ab"}}, {"seed": 0}, ("weights",))
+    >>> refuse_another_configuration(Path("r"), {"identity": {"seed": 0, "weights": "ab"}}, {"seed": 1}, ("weights",))
+    Traceback (most recent call last):
+    ticktock.results.writer.RunDirError: r holds a run with a different configuration (seed: 0 -> 1); choose another hydra.run.dir or pass overwrite=true
+    """
+    previous = previous_run.get("identity")
+    if isinstance(previous, dict):  # one written when identities held absolute paths: named as today
+        previous = {k: v for k, v in location_free(previous).items() if k not in known_later}
+    if previous != identity:
+        raise RunDirError(f"{run_dir} holds a run with a different configuration ({_difference(previous, identity)}); "
+                          "choose another hydra.run.dir or pass overwrite=true")
+
+
+def refuse_another_run_early(run_dir: Path, identity: dict, known_later: tuple) -> None:
+    """``refuse_another_configuration`` for the folder ``run_dir`` before anything of the run is built; nothing when
+    it holds no run.json (a new run: the writer checks again, and reads a bad run.json, under the folder's lock)."""
+    existing = Path(run_dir) / "run.json"
+    if existing.is_file():
+        refuse_another_configuration(Path(run_dir), read_previous(existing), identity, known_later)
+
+
 class RunWriter:
     def __init__(self, run_dir: Path, identity: dict, overwrite: bool = False):
         self.run_dir = Path(run_dir)
@@ -123,14 +150,7 @@ class RunWriter:
             self._clear()
         elif existing.is_file():
             self.previous = read_previous(existing)
-            previous = self.previous.get("identity")
-            if isinstance(previous, dict):  # one written when identities held absolute paths: named as today
-                previous = location_free(previous)
-            if previous != identity:
-                raise RunDirError(
-                    f"{self.run_dir} holds a run with a different configuration ({_difference(previous, identity)}); "
-                    "choose another hydra.run.dir or pass overwrite=true"
-                )
+            refuse_another_configuration(self.run_dir, self.previous, identity)
         with results_written(self.parts):
             self.parts.mkdir(parents=True, exist_ok=True)
 
