@@ -3,8 +3,10 @@ endpoint (``ticktock.endpoints.run``) go through the same steps, and differ only
 ``UnitSource``).
 
 1. The options are checked (the run's and the source's own), the folder must be writable, the task's sessions are
-   chosen (limits; a missing audio file stops here), and the source gets ready (``prepare``: a model is built, an
-   endpoint is asked who it is): all before any folder is made, so a refused run leaves nothing behind. The source
+   chosen (limits; a missing audio file stops here), a folder that holds a run of another configuration is refused
+   as far as the source can tell before preparing (``identity_before_prepare``), and the source gets ready
+   (``prepare``: a model is built, an endpoint is asked who it is): all before any folder is made, so a refused run
+   leaves nothing behind. The source
    may then name the run's folder (``run_folder``: a live run's, from what its server said it is).
 2. With the folder's lock held (``ticktock.replay.run_folder.holding_lock``): the run's identity (the source's),
    its shard, its writer (a folder holding another run is refused), its run id and labels; run.json says "running"
