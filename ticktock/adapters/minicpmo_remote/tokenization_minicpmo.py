@@ -20,7 +20,13 @@ NAMED_TOKENS = {"im_start_id": "<image>", "im_end_id": "</image>", "eot_id": "<|
 
 
 class MiniCPMOTokenizer(Qwen2Tokenizer):
-    """``Qwen2Tokenizer`` with MiniCPM-o's named token ids (``tokenizer.unit_id``, ``tokenizer.listen_id``, ...)."""
+    """``Qwen2Tokenizer`` with MiniCPM-o's named token ids (``tokenizer.unit_id``, ``tokenizer.listen_id``, ...) and
+    ``tokenizer.bad_token_ids``, the ids ``tokenizer_config.json`` lists (pieces a duplex runtime never lets the model
+    say: brackets, bytes outside ASCII)."""
+
+    def __init__(self, *args, bad_token_ids=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.bad_token_ids = [int(i) for i in (bad_token_ids or [])]
 
 
 def named_id(token: str) -> property:
