@@ -60,6 +60,10 @@ MODEL = "scripted"
 #: every 5 ms from the start (and behave); ``stray_listens``: decide as vLLM-Omni does (no unit index), and in the
 #: middle of every unit's audio send the two ``response.listen`` of its runner that decide no unit (one with
 #: ``buffering: true`` and one with reason ``silence_or_noise``).
+#: ``speaks_on``: decide as vLLM-Omni's MiniCPM-o 4.5 deployment speaks a reply over several units: listens (no unit
+#: index) but for one reply over units 1-3 with a single ``response.speak`` on unit 1; each unit's speech is an audio
+#: delta and its text as a transcript delta, then an audio delta with an empty transcript; ``response.done`` after
+#: unit 3's speech.
 #: Hostile words (``HOSTILE``: 3 MB of text wrapped in terminal escapes, a bell and newlines) where a server's own
 #: words go: ``hostile_refuse``: the refusal of the session; ``hostile_error_N``: an ``error`` after N units;
 #: ``hostile_closed_N``: ``session.closed`` with them as its reason after N units; ``hostile_close_N``: a close frame
@@ -68,7 +72,7 @@ MODEL = "scripted"
 BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "variants", "silent", "mute_after_N",
               "twice_N",
               "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm", "stray_listens", "hostile_refuse",
-              "hostile_error_N", "hostile_closed_N", "hostile_close_N", "flood_text_N", "flood_audio_N")
+              "hostile_error_N", "hostile_closed_N", "hostile_close_N", "flood_text_N", "flood_audio_N", "speaks_on")
 #: A hostile server's words: a terminal escape that clears the screen, 3 MB, a colour, a newline and a bell.
 HOSTILE = "\x1b[2J\x1b[H" + "A" * 3_000_000 + "\x1b[31m\nfake: line\x07"
 FLAVOURS = ("vllm_omni", "openai")
@@ -261,6 +265,10 @@ class Connection:
                           {"type": "input_audio_buffer.committed", "item_id": unit},
                           {"type": "response.output_item.added", "output_index": "first", "item": None}):
                 await self.send(event)
+        if behaviour == "speaks_on":
+            await self.speak_on(unit)
+            self.decided += 1
+            return True
         shown = unit + 1 if behaviour == "ahead" and unit == n else unit
         report = None if behaviour == "stray_listens" else wire.UnitReport(unit=shown, post_audio_ms=5.0)
         if unit % 3 == 1:  # a spoken reply, whose response.done comes reply_s later
@@ -283,6 +291,21 @@ class Connection:
         self.decided += 1
         return True
 
+
+    async def speak_on(self, unit: int) -> None:
+        """``speaks_on``: units 1-3 one reply, one ``response.speak``; each unit's speech without a decision."""
+        if not 1 <= unit <= 3:
+            await self.send(wire.ResponseListen(None))
+            return
+        reply, speech = "resp_on", np.zeros(1600, dtype=np.float32)
+        if unit == 1:
+            await self.send(wire.ResponseCreated(reply))
+            await self.send(wire.ResponseSpeak(reply, "item_on", None))
+        for text in (["Hello", " there,", " friend."][unit - 1], ""):
+            await self.send(wire.AudioDelta.of_samples(reply, "item_on", speech, 16000))
+            await self.send(wire.TranscriptDelta(reply, "item_on", text))
+        if unit == 3:
+            await self.send(wire.ResponseDone(reply))
 
     async def hostile(self) -> bool:
         """A hostile server's words where its own words go (``hostile_error``, ``hostile_closed``, ``hostile_close``);

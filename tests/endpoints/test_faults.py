@@ -327,3 +327,18 @@ def test_a_live_run_whose_every_session_is_partial_is_not_complete_and_its_lock_
     host = server.url.split("//")[1].split("/")[0]
     assert held and {key: held[0].get(key) for key in ("model", "decoder", "clock")} == {
         "model": f"scripted@{host}", "decoder": "served", "clock": "live:vllm_omni_duplex"}
+
+
+def test_a_reply_spoken_over_several_units_with_one_speak_decides_each_unit_by_its_speech(tmp_path, manifest):
+    """vLLM-Omni sends ``response.speak`` once per reply: the units a reply goes on speaking in are decided speak by
+    the arrival of their own speech (a non-empty transcript), each with its own text, the reply's last ending the
+    turn."""
+    with scripted({1: "speaks_on"}) as server:
+        summary = live_run(tmp_path / "run", server.url, f"task.manifest={manifest}", "task.tool_executor=null",
+                           "limit.sessions=1", "limit.chunks=6", "model.unit_timeout_s=3", "model.close_timeout_s=2")
+    assert summary.failed == summary.partial == 0
+    rows = pq.read_table(tmp_path / "run" / "chunks.parquet",
+                         columns=["chunk_index", "kind", "output_text", "ends_turn"]).to_pylist()
+    assert [(r["kind"], r["output_text"], r["ends_turn"]) for r in rows] == [
+        ("listen", "", False), ("speak", "Hello", False), ("speak", " there,", False), ("speak", " friend.", True),
+        ("listen", "", False), ("listen", "", False)]

@@ -257,6 +257,7 @@ class LiveSession:
         self.ws = None
         self.units_sent = 0  # units whose audio was all sent
         self.output_unit, self.output_chars, self.output_audio_s = -1, 0, 0.0  # take_output's count
+        self.speaking: bool | None = None  # the last decision was speak (True once its unit has text); else None
 
     def now_ms(self) -> float:
         return 1000.0 * (time.monotonic() - self.began)
@@ -320,9 +321,25 @@ class LiveSession:
             if self.not_a_decision(event):
                 continue
             self.take_output(event)
+            await self.continued_speech(event, at_ms)
             self.record.events.append(Stamped(at_ms, event))
             await self.handle(event, at_ms)
         await self.close()
+
+    async def continued_speech(self, event: ServerEvent, at_ms: float) -> None:
+        """A reply that goes on speaking in the next unit without a decision for it (``continues_speech``: vLLM-Omni
+        sends ``response.speak`` once per reply): that unit is decided speak when its speech arrives, stamped then.
+        Speech beyond the units whose audio was sent (the server's own silence units: vLLM-Omni goes on speaking
+        without input) stays with the unit before and is counted in ``LiveRecord.not_decisions``."""
+        if self.speaking is None or not self.protocol.continues_speech(event, self.speaking):
+            return
+        if self.next_unit >= self.units_sent:
+            what = "speech past the audio sent (the server's own units)"
+            self.record.not_decisions[what] = self.record.not_decisions.get(what, 0) + 1
+            return
+        implied = ResponseSpeak(getattr(event, "response_id", None), getattr(event, "item_id", None))
+        self.record.events.append(Stamped(at_ms, implied))
+        await self.handle(implied, at_ms)
 
     def not_a_decision(self, event: ServerEvent) -> bool:
         """Whether ``event`` is a ``response.listen`` that decides no unit, as vLLM-Omni's duplex runner sends them
@@ -494,11 +511,15 @@ class LiveSession:
         elif isinstance(event, UnitDecision):
             self.check_decision(event)
             self.last_decided_at = time.monotonic()
+            self.speaking = False if event.speak else None
+        elif isinstance(event, TextDelta) and self.speaking is not None and event.text.strip():
+            self.speaking = True
         elif isinstance(event, ResponseCreated):
             self.open_reply = event.response_id or "reply"
             self.reply_began = self.last_output_at = time.monotonic()
         elif isinstance(event, ResponseDone):
             self.open_reply = None
+            self.speaking = None
             self.last_output_at = time.monotonic()
         elif isinstance(event, AudioDelta):
             self.player.add(at_ms, event.audio_s, event.response_id)

@@ -99,5 +99,11 @@ class EndpointProtocol:
         """The events telling how much of the assistant's speech the client has played; none by default."""
         return []
 
+    def continues_speech(self, event, speech_has_text: bool) -> bool:
+        """Whether ``event`` is the next unit's speech in a reply that sends no decision for it (per-unit protocols):
+        False by default, where every unit gets ``response.listen`` or ``response.speak``.
+        ``speech_has_text``: the unit the reply speaks in now already has its text."""
+        return False
+
     def describe(self) -> dict:
         return {"name": self.name, "per_unit": self.per_unit}

@@ -40,7 +40,7 @@ from typing import Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ticktock.endpoints.protocol import EndpointProtocol, SessionOutput
-from ticktock.wire import PlaybackAck, SessionClose, SessionUpdate
+from ticktock.wire import PlaybackAck, SessionClose, SessionUpdate, TextDelta
 
 #: vLLM-Omni's client preset for MiniCPM-o 4.5 (``create_duplex_session_config``), with ``auto_response`` as its
 #: ``SessionConfig`` sends it: the session keys, and the ``extra_body`` under the user's own.
@@ -51,6 +51,23 @@ PRESET_EXTRA_BODY = {"auto_response": True, "force_listen_count": 0}
 class VllmOmniDuplex(EndpointProtocol):
     name = "vllm_omni_duplex"
     per_unit = True
+
+    def continues_speech(self, event, speech_has_text: bool) -> bool:
+        """vLLM-Omni sends ``response.speak`` once per reply (``realtime_events.py``, 0.30.0): a unit the reply goes on
+        speaking in gets no decision; its text comes as the next non-empty transcript (or text) delta of the reply,
+        after the speech of the unit before (each unit's first audio chunk carries that unit's text, later chunks an
+        empty transcript). So a non-empty text delta once the current unit has its text decides the next unit:
+        speak. A unit that says nothing while the reply goes on sends nothing at all, and cannot be told apart.
+
+        >>> from ticktock.wire import TranscriptDelta
+        >>> protocol = VllmOmniDuplex()
+        >>> protocol.continues_speech(TranscriptDelta("r1", "i1", " more"), True)
+        True
+        >>> protocol.continues_speech(TranscriptDelta("r1", "i1", ""), True), protocol.continues_speech(
+        ...     TranscriptDelta("r1", "i1", " first"), False)
+        (False, False)
+        """
+        return isinstance(event, TextDelta) and bool(event.text.strip()) and speech_has_text
 
     def url(self, url: str) -> str:
         parts = urlsplit(url)
