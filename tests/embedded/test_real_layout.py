@@ -115,3 +115,31 @@ def test_training_stages_run_and_a_stopped_stage_resumes(tmp_path):
     record = json.loads((out / "trained" / "ticktock.json").read_text())["training"]
     assert record["tune"]["steps"] == 2 and 0 < record["tune"]["final"]["val_token_acc"] <= 1
     assert not (out / "checkpoint.safetensors").exists()
+
+
+def test_every_decoder_equals_ar_on_the_shipped_v9_over_a_spoken_reply():
+    """The shipped v9 (model=embedded_v9, fp32, eager) replays a llama_questions session that it answers in its
+    first six chunks: every lossless decoder commits exactly AR's tokens, chunk by chunk."""
+    from helpers import outputs, replay
+
+    from ticktock.clocks.modeled import CostProfile, ModeledClock
+    from ticktock.decoders.ar import ARDecoder
+    from ticktock.embedded.real_layout import configured_adapter
+    from ticktock.replay.config import build, compose_run
+    from ticktock.sessions.manifest import load_manifest
+    from ticktock.shipped import resource_path
+    from ticktock.world.injection import ToolCallInjector
+    from ticktock.world.mock_tools import MockToolExecutor
+
+    adapter = configured_adapter()
+    session = load_manifest(resource_path("manifests/ticktock-mini/manifest.jsonl"), tasks=["llama_questions"])[0]
+    clock = lambda: ModeledClock(CostProfile.load(resource_path("configs/profiles/a100-8b-derived.yaml")))  # noqa: E731
+
+    def run(decoder):
+        return outputs(replay(adapter, session, decoder, clock=clock(),
+                              injector=ToolCallInjector(MockToolExecutor()), max_chunks=6))
+
+    expected = run(ARDecoder())
+    assert adapter.protocol.speak in [chunk[0] for chunk in expected]  # a spoken reply is among the chunks
+    for name in ("pld", "recycling", "lookahead", "speclisten_runnerup", "speclisten", "speclisten_plus"):
+        assert run(build(compose_run(name, "embedded", None, []).decoder)) == expected, name

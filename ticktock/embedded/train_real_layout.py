@@ -36,10 +36,10 @@ import numpy as np
 import torch
 
 from ticktock.corpus.arguments import real_number, whole_number
-from ticktock.embedded.data import AUDIO, IGNORE, Example, batches, phrasing_examples, planned_tokens
+from ticktock.embedded.data import AUDIO, IGNORE, Example, phrasing_examples, planned_tokens
 from ticktock.embedded.real_layout import (CompactModel, CompactVocab, Shapes, V8_SPECIALS, audio_frontend,
-                                           compact_llm, compact_logits, load_compact, materialize, save_compact,
-                                           v8_bpe)
+                                           compact_llm, compact_logits, file_digest, load_compact,
+                                           save_compact, v8_bpe)
 from ticktock.embedded.targets import ReplyVariety
 
 CHECKPOINT = "checkpoint.safetensors"
@@ -64,10 +64,11 @@ def from_v8(v8_folder: Path | None = None, shapes: Shapes = Shapes(), seed: int 
     if unexpected or any("norm" not in key for key in missing if "embed_tokens" not in key and "lm_head" not in key):
         raise ValueError(f"{folder}: v8's LLM does not fit v9's shapes (unexpected {unexpected[:3]}, missing {missing[:3]})")
     table, v8_ids = weights["model.embed_tokens.weight"], v8.tokenizer.get_vocab()
+    v8_names = {new: old for old, new in V8_SPECIALS.items()}
     rows = table.mean(0, keepdim=True).repeat(vocab.size, 1)
     for index, real in enumerate(vocab.real_ids):
         name = MINICPMO_ADDED[real - BASE_VOCAB] if real >= BASE_VOCAB else None
-        v8_name = {new: old for old, new in V8_SPECIALS.items()}.get(name, name)
+        v8_name = v8_names.get(name, name)
         if name is None:
             rows[index] = table[real]
         elif v8_name in v8_ids:
@@ -78,14 +79,8 @@ def from_v8(v8_folder: Path | None = None, shapes: Shapes = Shapes(), seed: int 
         llm.tie_weights()
         set_qk_norms(llm, v8.model, calibration_ids(v8))
     frontend = audio_frontend(shapes, seed + 1)
-    record = {"init": {"from": "v8", "v8_model_sha256": _digest(folder / "model.safetensors"), "seed": seed}}
+    record = {"init": {"from": "v8", "v8_model_sha256": file_digest(folder / "model.safetensors")[:16], "seed": seed}}
     return CompactModel(llm, frontend, vocab, shapes, record), bpe
-
-
-def _digest(path: Path) -> str:
-    from ticktock.embedded.real_layout import file_digest
-
-    return file_digest(path)[:16]
 
 
 def calibration_ids(v8) -> list[list[int]]:
@@ -197,15 +192,13 @@ def collate(examples: list[Example], lookup: np.ndarray) -> dict:
     tokens = torch.zeros((len(examples), length), dtype=torch.long)
     labels = torch.full((len(examples), length), IGNORE, dtype=torch.long)
     mask = torch.zeros((len(examples), length), dtype=torch.long)
+    audio = torch.zeros((len(examples), length), dtype=torch.bool)
     for b, e in enumerate(examples):
-        ids = e.tokens.astype(np.int64)
+        ids, target = e.tokens.astype(np.int64), e.labels.astype(np.int64)
+        audio[b, : e.length] = torch.from_numpy(ids == AUDIO)
         tokens[b, : e.length] = torch.from_numpy(np.where(ids == AUDIO, 0, lookup[np.maximum(ids, 0)]))
-        tokens[b, : e.length][torch.from_numpy(ids == AUDIO)] = AUDIO
-        target = e.labels.astype(np.int64)
         labels[b, : e.length] = torch.from_numpy(np.where(target == IGNORE, IGNORE, lookup[np.maximum(target, 0)]))
         mask[b, : e.length] = 1
-    audio = tokens == AUDIO
-    tokens[audio] = 0
     return {"tokens": tokens, "labels": labels, "attention_mask": mask, "audio_slots": audio,
             "windows": [split_windows(e.mel) for e in examples]}
 
