@@ -265,6 +265,15 @@ RULES: dict[str, Rule] = {
     "python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:8091/v1/realtime task=fdb_v3 limit.sessions=2 "
     "limit.chunks=8 concurrency.sessions=2 model.modalities=[text] model.extra_body={force_listen_count:10}":
         Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="needs vLLM-Omni's server"),
+    'python -m ticktock.run model=embedded_v9 decoder=ar "task.tasks=[fdb_v3,llama_questions]" limit.chunks=6 '
+    "hydra.run.dir=runs/v9-replay":
+        Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py",
+             why="the cross-check's replay, there on three of these sessions (26 take 1.5 minutes)"),
+    'python -m ticktock.run model=endpoint model.url=ws://127.0.0.1:8091/v1/realtime "task.tasks=[fdb_v3,'
+    'llama_questions]" limit.chunks=6 model.modalities=[text] model.unit_timeout_s=60 hydra.run.dir=runs/v9-served':
+        Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="needs vLLM-Omni's server"),
+    "python -m ticktock.tables.crosscheck runs/v9-replay runs/v9-served --min-agreement 0.95":
+        Rule(ELSEWHERE, where="tests/peers/test_vllm_omni_server.py", why="compares the two runs above"),
     "pip install vllm-omni==0.30.0":
         Rule(STAND_IN, needs=("vllm-omni",),
              why="on the GPU machine (it installs vLLM): CI installs the same release --no-deps, this checks it is"),

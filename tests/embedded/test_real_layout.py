@@ -143,3 +143,14 @@ def test_every_decoder_equals_ar_on_the_shipped_v9_over_a_spoken_reply():
     assert adapter.protocol.speak in [chunk[0] for chunk in expected]  # a spoken reply is among the chunks
     for name in ("pld", "recycling", "lookahead", "speclisten_runnerup", "speclisten", "speclisten_plus"):
         assert run(build(compose_run(name, "embedded", None, []).decoder)) == expected, name
+
+
+def test_model_embedded_v9_needs_no_download_and_the_real_models_config_still_does():
+    """``python -m ticktock.run model=embedded_v9`` checks weights before any work (``check_weights``): v9's ship with
+    the package (``ships_weights``); the config it inherits, the real 8B's, still names the folder it needs."""
+    from ticktock.adapters.checkpoint import MissingWeightsError, check_weights
+    from ticktock.replay.config import compose_run
+
+    check_weights(compose_run("ar", "embedded_v9", None, []).model)
+    with pytest.raises(MissingWeightsError, match="model.path"):
+        check_weights(compose_run("ar", "embedded_v9", None, ["model.ships_weights=false"]).model)

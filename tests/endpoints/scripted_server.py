@@ -63,7 +63,11 @@ MODEL = "scripted"
 #: ``speaks_on``: decide as vLLM-Omni's MiniCPM-o 4.5 deployment speaks a reply over several units: listens (no unit
 #: index) but for one reply over units 1-3 with a single ``response.speak`` on unit 1; each unit's speech is an audio
 #: delta and its text as a transcript delta, then an audio delta with an empty transcript; ``response.done`` after
-#: unit 3's speech.
+#: unit 3's speech. ``speaks_past``: the same, but unit 3's speech comes 0.3 s after unit 2's without its audio, as
+#: vLLM-Omni goes on speaking in silence units of its own once no input waits (run it with ``limit.chunks=3``).
+#: ``listens_unsent``: a listen on unit 0, a reply spoken over units 1-2 (one ``response.speak``), no event for unit
+#: 3 (vLLM-Omni sends no listen while the reply's speech is made), ``response.done`` once unit 3's audio is in (run
+#: it with ``limit.chunks=4``).
 #: Hostile words (``HOSTILE``: 3 MB of text wrapped in terminal escapes, a bell and newlines) where a server's own
 #: words go: ``hostile_refuse``: the refusal of the session; ``hostile_error_N``: an ``error`` after N units;
 #: ``hostile_closed_N``: ``session.closed`` with them as its reason after N units; ``hostile_close_N``: a close frame
@@ -72,7 +76,8 @@ MODEL = "scripted"
 BEHAVIOURS = ("ok", "refuse", "close_after_N", "malformed_after_N", "unknown", "variants", "silent", "mute_after_N",
               "twice_N",
               "ahead_N", "bad_audio_N", "no_closed", "never_close", "ping_storm", "stray_listens", "hostile_refuse",
-              "hostile_error_N", "hostile_closed_N", "hostile_close_N", "flood_text_N", "flood_audio_N", "speaks_on")
+              "hostile_error_N", "hostile_closed_N", "hostile_close_N", "flood_text_N", "flood_audio_N", "speaks_on",
+              "speaks_past", "listens_unsent")
 #: A hostile server's words: a terminal escape that clears the screen, 3 MB, a colour, a newline and a bell.
 HOSTILE = "\x1b[2J\x1b[H" + "A" * 3_000_000 + "\x1b[31m\nfake: line\x07"
 FLAVOURS = ("vllm_omni", "openai")
@@ -265,8 +270,15 @@ class Connection:
                           {"type": "input_audio_buffer.committed", "item_id": unit},
                           {"type": "response.output_item.added", "output_index": "first", "item": None}):
                 await self.send(event)
-        if behaviour == "speaks_on":
+        if behaviour == "listens_unsent":
+            await self.listen_unsent(unit)
+            self.decided += 1
+            return True
+        if behaviour in ("speaks_on", "speaks_past"):
             await self.speak_on(unit)
+            if behaviour == "speaks_past" and unit == 2:
+                await asyncio.sleep(0.3)
+                await self.speak_on(3)
             self.decided += 1
             return True
         shown = unit + 1 if behaviour == "ahead" and unit == n else unit
@@ -305,6 +317,20 @@ class Connection:
             await self.send(wire.AudioDelta.of_samples(reply, "item_on", speech, 16000))
             await self.send(wire.TranscriptDelta(reply, "item_on", text))
         if unit == 3:
+            await self.send(wire.ResponseDone(reply))
+
+    async def listen_unsent(self, unit: int) -> None:
+        """``listens_unsent``: unit 0 listens; units 1-2 one reply; unit 3 listens unsent and the reply ends."""
+        reply, speech = "resp_unsent", np.zeros(1600, dtype=np.float32)
+        if unit == 0:
+            await self.send(wire.ResponseListen(None))
+        elif unit in (1, 2):
+            if unit == 1:
+                await self.send(wire.ResponseCreated(reply))
+                await self.send(wire.ResponseSpeak(reply, "item_unsent", None))
+            await self.send(wire.AudioDelta.of_samples(reply, "item_unsent", speech, 16000))
+            await self.send(wire.TranscriptDelta(reply, "item_unsent", ["Hello", " there."][unit - 1]))
+        elif unit == 3:
             await self.send(wire.ResponseDone(reply))
 
     async def hostile(self) -> bool:

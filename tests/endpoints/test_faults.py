@@ -342,3 +342,32 @@ def test_a_reply_spoken_over_several_units_with_one_speak_decides_each_unit_by_i
     assert [(r["kind"], r["output_text"], r["ends_turn"]) for r in rows] == [
         ("listen", "", False), ("speak", "Hello", False), ("speak", " there,", False), ("speak", " friend.", True),
         ("listen", "", False), ("listen", "", False)]
+
+
+def test_speech_the_server_makes_past_the_audio_sent_is_no_unit_s_text(tmp_path, manifest):
+    """vLLM-Omni goes on speaking in silence units of its own once the input has ended: that speech belongs to no unit
+    of the session, so the last unit keeps its own words only (counted apart, as speech past the audio sent)."""
+    with scripted({1: "speaks_past"}) as server:
+        summary = live_run(tmp_path / "run", server.url, f"task.manifest={manifest}", "task.tool_executor=null",
+                           "limit.sessions=1", "limit.chunks=3", "model.unit_timeout_s=3", "model.close_timeout_s=2")
+    assert summary.failed == summary.partial == 0
+    rows = pq.read_table(tmp_path / "run" / "chunks.parquet", columns=["kind", "output_text"]).to_pylist()
+    assert [(r["kind"], r["output_text"]) for r in rows] == [("listen", ""), ("speak", "Hello"), ("speak", " there,")]
+    apart = run_json(tmp_path / "run")["listens_not_decisions"]
+    assert apart == {"speech past the audio sent (the server's own units)": 1}
+
+
+def test_units_decided_while_a_reply_spoke_with_no_listen_sent_are_listens_without_a_time(tmp_path, manifest):
+    """vLLM-Omni sends no ``response.listen`` for a unit decided while its reply's speech is made: once every unit's
+    audio went before the reply ended and the server has been quiet for ``model.quiet_s``, the units left undecided
+    were listens (no decision time: ``response_ms`` null), and the session is complete."""
+    with scripted({1: "listens_unsent"}) as server:
+        summary = live_run(tmp_path / "run", server.url, f"task.manifest={manifest}", "task.tool_executor=null",
+                           "limit.sessions=1", "limit.chunks=4", "model.unit_timeout_s=8", "model.quiet_s=1",
+                           "model.close_timeout_s=2")
+    assert summary.failed == summary.partial == 0
+    rows = pq.read_table(tmp_path / "run" / "chunks.parquet",
+                         columns=["kind", "output_text", "ends_turn", "response_ms"]).to_pylist()
+    assert [(r["kind"], r["output_text"], r["ends_turn"]) for r in rows] == [
+        ("listen", "", False), ("speak", "Hello", False), ("speak", " there.", True), ("listen", "", False)]
+    assert rows[3]["response_ms"] is None and all(r["response_ms"] is not None for r in rows[:3])

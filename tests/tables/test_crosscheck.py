@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 from ticktock.tables.crosscheck import compare, main
@@ -35,3 +36,14 @@ def test_units_are_compared_by_kind_and_words_and_each_difference_is_named(tmp_p
     assert json.loads((tmp_path / "r.json").read_text())["same"] == 3
     assert main([str(replayed), str(served), "--min-agreement", "0.95"]) == 1
     assert "same kind and text: 3 (75.0%)" in capsys.readouterr().out
+
+
+def test_a_folder_that_is_not_a_finished_run_is_one_line_naming_it(tmp_path, capsys):
+    replayed = write_run(tmp_path / "replayed", [("a", 0, "listen", "<|listen|>")])
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / "chunks.parquet").write_bytes(b"PAR1 torn")
+    for folder in (tmp_path / "nothing", tmp_path / "torn"):
+        with pytest.raises(SystemExit) as done:
+            main([str(replayed), str(folder)])
+        err = capsys.readouterr().err
+        assert done.value.code == 3 and err.count("\n") == 1 and str(folder / "chunks.parquet") in err, err

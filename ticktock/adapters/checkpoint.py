@@ -121,8 +121,10 @@ def delta_downloads(repo_id: str, base_repo_id: str, folder: str) -> str:
 def check_weights(model_cfg) -> None:
     """Stop before any work when a model config names a checkpoint (``repo_id`` / ``path``, and ``base_repo_id`` /
     ``base_path`` for a delta) that is not on this machine; configs without these keys pass. A delta's refusal names
-    every folder it needs (the delta, and its base in ``<path>/base`` or ``model.base_path``) and how to get each."""
-    if "repo_id" not in model_cfg or model_cfg.get("random_init"):
+    every folder it needs (the delta, and its base in ``<path>/base`` or ``model.base_path``) and how to get each.
+    A config with ``ships_weights: true`` (its weights ship with the package, e.g. ``model=embedded_v9``) and one
+    with ``random_init`` pass too."""
+    if "repo_id" not in model_cfg or model_cfg.get("random_init") or model_cfg.get("ships_weights"):
         return
     name = model_cfg.get("name", "model")
     folder = resolve_checkpoint(model_cfg.get("path"), model_cfg.get("repo_id"), name,

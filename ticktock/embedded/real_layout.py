@@ -326,10 +326,11 @@ def materialize(compact_folder: Path | None = None, home: Path | None = None) ->
     return final
 
 
-def load_adapter(compact: str | None = None, path: str | None = None, **settings):
+def load_adapter(compact: str | None = None, path: str | None = None, ships_weights: bool = True, **settings):
     """``model=embedded_v9``: the ``minicpmo45`` adapter (``load_minicpmo_adapter``, the loader of the real 8B
     checkpoint) over v9's real-layout folder: ``path`` when given, else the materialized ``compact`` model (default:
-    the shipped one). ``settings``: ``load_minicpmo_adapter``'s own."""
+    the shipped one). ``settings``: ``load_minicpmo_adapter``'s own (``ships_weights`` is the config's word to
+    ``check_weights`` that nothing needs downloading)."""
     from ticktock.adapters.minicpmo import load_minicpmo_adapter
 
     folder = path if path is not None else str(materialize(Path(compact) if compact else None))

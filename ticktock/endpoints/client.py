@@ -43,6 +43,7 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -109,11 +110,31 @@ class SentFrame:
 
 
 @dataclass(frozen=True)
+class ServersOwnUnit:
+    """Not a server event: the client's mark, among a session's events, that the server went on speaking in a unit
+    of its own, past the audio sent (vLLM-Omni's silence units). The output after it, up to the next decision,
+    belongs to no unit of the session, so it is not added to the last one's text."""
+
+
+@dataclass(frozen=True)
+class ListenNotSent:
+    """Not a server event: the client's mark that the next unit was decided listen though no event said so
+    (``EndpointProtocol.listens_unsent_while_speaking``: vLLM-Omni sends no ``response.listen`` for a unit decided
+    while its reply's speech is being made). Set only once the session's every unit's audio was sent before the
+    reply ended and the server has since been quiet for ``model.quiet_s``: had the server spoken in such a unit, its
+    speech would have come. The unit has no decision time: its ``response_ms`` is null."""
+
+    speak: ClassVar[bool] = False
+    unit: ClassVar[None] = None
+    kind: ClassVar[None] = None
+
+
+@dataclass(frozen=True)
 class Stamped:
-    """A server event and when it arrived (ms from the session's start)."""
+    """A server event (or the client's ``ServersOwnUnit`` mark) and when it arrived (ms from the session's start)."""
 
     at_ms: float
-    event: ServerEvent
+    event: ServerEvent | ServersOwnUnit | ListenNotSent
 
 
 @dataclass(frozen=True)
@@ -258,6 +279,8 @@ class LiveSession:
         self.units_sent = 0  # units whose audio was all sent
         self.output_unit, self.output_chars, self.output_audio_s = -1, 0, 0.0  # take_output's count
         self.speaking: bool | None = None  # the last decision was speak (True once its unit has text); else None
+        self.reply_ended_at: float | None = None  # monotonic seconds: the last response.done
+        self.server_names_units = False  # the last decision named its unit (ticktock serve's ``ticktock.unit``)
 
     def now_ms(self) -> float:
         return 1000.0 * (time.monotonic() - self.began)
@@ -330,12 +353,16 @@ class LiveSession:
         """A reply that goes on speaking in the next unit without a decision for it (``continues_speech``: vLLM-Omni
         sends ``response.speak`` once per reply): that unit is decided speak when its speech arrives, stamped then.
         Speech beyond the units whose audio was sent (the server's own silence units: vLLM-Omni goes on speaking
-        without input) stays with the unit before and is counted in ``LiveRecord.not_decisions``."""
+        without input) is counted in ``LiveRecord.not_decisions`` and, from a server that names no units in its
+        decisions (vLLM-Omni), marked ``ServersOwnUnit``: it is no unit's output (not the last unit's text). A server
+        that names its units (``ticktock serve``) sends no units of its own: its late speech stays its last unit's."""
         if self.speaking is None or not self.protocol.continues_speech(event, self.speaking):
             return
         if self.next_unit >= self.units_sent:
             what = "speech past the audio sent (the server's own units)"
             self.record.not_decisions[what] = self.record.not_decisions.get(what, 0) + 1
+            if not self.server_names_units:
+                self.record.events.append(Stamped(at_ms, ServersOwnUnit()))
             return
         implied = ResponseSpeak(getattr(event, "response_id", None), getattr(event, "item_id", None))
         self.record.events.append(Stamped(at_ms, implied))
@@ -388,7 +415,8 @@ class LiveSession:
 
     async def next_message(self):
         """The next frame from the server, or None when none came before the next check: a deadline that has
-        passed is a ``SessionFault``; a turn-based session's quiet end is noticed here too."""
+        passed is a ``SessionFault``; a turn-based session's quiet end, and listens not sent, are noticed here too."""
+        self.listens_not_sent()
         self.check_due()
         if self.has_all():
             return None
@@ -399,6 +427,24 @@ class LiveSession:
             return await asyncio.wait_for(self.ws.receive(), timeout=max(wait, 0.001))
         except asyncio.TimeoutError:
             return None
+
+    def listens_not_sent(self) -> None:
+        """The units still undecided, decided listen without an event (``ListenNotSent``), when the protocol says its
+        server sends none while its reply speaks (and names no units in its decisions: ``ticktock serve`` sends every
+        one), every unit's audio was sent before the last reply ended, no reply is open, and the server has been
+        quiet for ``quiet_s`` since its last output and the input's end."""
+        if (not self.protocol.listens_unsent_while_speaking or self.server_names_units or not self.input_done
+                or self.open_reply is not None or self.reply_ended_at is None or self.next_unit >= self.record.units):
+            return
+        if time.monotonic() < max(self.last_output_at, self.input_done_at) + self.endpoint.quiet_s:
+            return
+        last_sent = self.unit_sent_at(self.record.units - 1)
+        if last_sent is None or last_sent > self.reply_ended_at:
+            return
+        for _ in range(self.next_unit, self.record.units):
+            self.record.events.append(Stamped(self.now_ms(), ListenNotSent()))
+        self.next_unit = self.record.units
+        self.last_decided_at = time.monotonic()
 
     def due(self) -> tuple[float, str] | None:
         """The earliest deadline now in force (monotonic seconds) and what it waits for, or None: the next unit's
@@ -510,6 +556,7 @@ class LiveSession:
             self.record.info = event
         elif isinstance(event, UnitDecision):
             self.check_decision(event)
+            self.server_names_units = event.unit is not None
             self.last_decided_at = time.monotonic()
             self.speaking = False if event.speak else None
         elif isinstance(event, TextDelta) and self.speaking is not None and event.text.strip():
@@ -520,7 +567,7 @@ class LiveSession:
         elif isinstance(event, ResponseDone):
             self.open_reply = None
             self.speaking = None
-            self.last_output_at = time.monotonic()
+            self.last_output_at = self.reply_ended_at = time.monotonic()
         elif isinstance(event, AudioDelta):
             self.player.add(at_ms, event.audio_s, event.response_id)
             self.last_output_at = time.monotonic()

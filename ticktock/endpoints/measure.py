@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ticktock.endpoints.client import LiveRecord, SentFrame, Stamped
+from ticktock.endpoints.client import ListenNotSent, LiveRecord, SentFrame, ServersOwnUnit, Stamped
 from ticktock.replay.timeline import advance
 from ticktock.results.playback import Piece, place
 from ticktock.results.rows import (ChunkFacts, ChunkPlayback, ChunkSpeech, ChunkTimes, SessionFacts, Sharing,
@@ -112,13 +112,18 @@ def measure_units(record: LiveRecord, per_unit: bool) -> list[UnitMeasure]:
 
 
 def _attribute_decided(record: LiveRecord, units: list[UnitMeasure]) -> None:
-    """Per-unit protocols: decisions give each unit its time and kind; outputs go to the last decided unit; calls to
-    the next decision."""
+    """Per-unit protocols: decisions give each unit its time and kind (a ``ListenNotSent`` mark: listen, no time);
+    outputs go to the last decided unit (none after a ``ServersOwnUnit`` mark, up to the next decision); calls to the
+    next decision."""
     current: UnitMeasure | None = None
+    servers_own = False
     pending_calls: list[tuple[float, FunctionCallArgumentsDone]] = []
     for stamped in record.events:
         event, at_ms = stamped.event, stamped.at_ms
-        if isinstance(event, UnitDecision):
+        if isinstance(event, ServersOwnUnit):
+            servers_own = True
+        elif isinstance(event, (UnitDecision, ListenNotSent)):
+            servers_own = False
             index = units.index(current) + 1 if current is not None else 0
             index = event.unit if event.unit is not None else index
             if index >= len(units):
@@ -126,7 +131,7 @@ def _attribute_decided(record: LiveRecord, units: list[UnitMeasure]) -> None:
             if current is not None and current.kind in ("speak", "tool", "backchannel") and not event.speak:
                 current.ends_turn = True
             current = units[index]
-            current.decided_ms = at_ms
+            current.decided_ms = None if isinstance(event, ListenNotSent) else at_ms
             current.kind = (event.kind or "speak") if event.speak else "listen"
             if pending_calls:
                 current.kind = "tool"
@@ -136,7 +141,7 @@ def _attribute_decided(record: LiveRecord, units: list[UnitMeasure]) -> None:
                 pending_calls = []
         elif isinstance(event, FunctionCallArgumentsDone):
             pending_calls.append((at_ms, event))
-        elif current is not None:
+        elif current is not None and not servers_own:
             _add_output(current, event, at_ms)
 
 

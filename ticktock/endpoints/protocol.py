@@ -99,6 +99,11 @@ class EndpointProtocol:
         """The events telling how much of the assistant's speech the client has played; none by default."""
         return []
 
+    #: Per-unit protocols: whether the server sends no ``response.listen`` for a unit decided while its reply's speech
+    #: is still being made (vLLM-Omni). Then, once every unit's audio was sent before the reply ended and the server
+    #: has said nothing for ``model.quiet_s``, the units still undecided were decided listen (``ListenNotSent``).
+    listens_unsent_while_speaking = False
+
     def continues_speech(self, event, speech_has_text: bool) -> bool:
         """Whether ``event`` is the next unit's speech in a reply that sends no decision for it (per-unit protocols):
         False by default, where every unit gets ``response.listen`` or ``response.speak``.

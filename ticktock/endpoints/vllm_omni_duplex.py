@@ -18,7 +18,10 @@ time is measured. What the events mean there, and so what the client sends:
   (``vllm_omni/clients/minicpmo_4_5.py``): ``overlap_policy: listen_only``, ``playback_commit_policy: ack_only``,
   ``extra_body: {"auto_response": true, "force_listen_count": 0}``, plus the user's ``model.extra_body`` over them.
   ``auto_response`` matters: without it vLLM-Omni runs the session turn by turn and answers every silent append at
-  once with ``response.listen`` (reason ``silence_or_noise``), which is not a unit's decision. With audio among the
+  once with ``response.listen`` (reason ``silence_or_noise``), which is not a unit's decision. The session also asks
+  for ``temperature: 0.0``, the live run's greedy decoding (``ticktock.endpoints.run.check_sampling``): a MiniCPM-o
+  4.5 session that names no temperature samples at 0.7 (top-k 20, top-p 0.8), so the same session would not decide
+  the same twice. With audio among the
   output modalities the session carries a reference voice (``ref_audio``, a data URI): vLLM-Omni's MiniCPM-o 4.5
   refuses audio output without one (``ref_audio_required``).
 
@@ -30,8 +33,8 @@ time is measured. What the events mean there, and so what the client sends:
     >>> protocol.played(1200.0, "resp_1")[0]["played_ms"]
     1200.0
     >>> update = protocol.opening(None, [], SessionOutput(("text",), extra_body={"force_listen_count": 3}))[0]
-    >>> update["session"]["output_modalities"], update["session"]["extra_body"]
-    (['text'], {'auto_response': True, 'force_listen_count': 3})
+    >>> update["session"]["output_modalities"], update["session"]["extra_body"], update["session"]["temperature"]
+    (['text'], {'auto_response': True, 'force_listen_count': 3}, 0.0)
 """
 
 from __future__ import annotations
@@ -46,11 +49,15 @@ from ticktock.wire import PlaybackAck, SessionClose, SessionUpdate, TextDelta
 #: ``SessionConfig`` sends it: the session keys, and the ``extra_body`` under the user's own.
 PRESET_SESSION = {"overlap_policy": "listen_only", "playback_commit_policy": "ack_only"}
 PRESET_EXTRA_BODY = {"auto_response": True, "force_listen_count": 0}
+#: The session's sampling: greedy, the only sampling a live run has.
+GREEDY_SESSION = {"temperature": 0.0}
 
 
 class VllmOmniDuplex(EndpointProtocol):
     name = "vllm_omni_duplex"
     per_unit = True
+    #: ``model_channel.py`` (0.30.0) sends no ``response.listen`` while the reply's speech is being made.
+    listens_unsent_while_speaking = True
 
     def continues_speech(self, event, speech_has_text: bool) -> bool:
         """vLLM-Omni sends ``response.speak`` once per reply (``realtime_events.py``, 0.30.0): a unit the reply goes on
@@ -80,7 +87,7 @@ class VllmOmniDuplex(EndpointProtocol):
 
     def opening(self, instructions: str | None, tools: list[Mapping[str, object]],
                 output: SessionOutput = SessionOutput()) -> list[dict]:
-        extra: dict[str, object] = {**PRESET_SESSION, "modalities": list(output.modalities),
+        extra: dict[str, object] = {**PRESET_SESSION, **GREEDY_SESSION, "modalities": list(output.modalities),
                                     "extra_body": {**PRESET_EXTRA_BODY, **dict(output.extra_body)}}
         if output.speaks and output.ref_audio is not None:
             extra["ref_audio"] = output.ref_audio

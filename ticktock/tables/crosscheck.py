@@ -28,6 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ticktock.errors import InputDataError, user_errors
+
 SPECIAL = re.compile(r"<\|[A-Za-z0-9_]+\|>")
 COLUMNS = ["session_id", "chunk_index", "kind", "output_text"]
 
@@ -85,8 +87,11 @@ def decided_units(run: Path):
 
     path = Path(run) / "chunks.parquet"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no chunks.parquet (not a finished run folder)")
-    table = pq.read_table(path, columns=COLUMNS).to_pylist()
+        raise InputDataError(f"{path}: no chunks.parquet (not a finished run folder)")
+    try:
+        table = pq.read_table(path, columns=COLUMNS).to_pylist()
+    except Exception as err:  # a torn file, or one without the columns: pyarrow's own error types
+        raise InputDataError(f"{path}: not a run's chunk table ({type(err).__name__}: {err})") from None
     return {(row["session_id"], int(row["chunk_index"])): (row["kind"], unit_text(row["output_text"])) for row in table}
 
 
@@ -122,7 +127,8 @@ def main(argv=None) -> int:
                         help="exit 1 when the share of units alike in kind and text is below this (e.g. 0.95)")
     parser.add_argument("--json", default=None, help="also write the report here")
     args = parser.parse_args(argv)
-    result = compare(Path(args.first), Path(args.second))
+    with user_errors(prog=parser.prog):
+        result = compare(Path(args.first), Path(args.second))
     print("\n".join(result.lines()))
     if args.json:
         summary = {k: v for k, v in vars(result).items() if k != "differences"}
