@@ -355,8 +355,10 @@ class LiveSession:
         Speech beyond the units whose audio was sent (the server's own silence units: vLLM-Omni goes on speaking
         without input) is counted in ``LiveRecord.not_decisions`` and, from a server that names no units in its
         decisions (vLLM-Omni), marked ``ServersOwnUnit``: it is no unit's output (not the last unit's text). A server
-        that names its units (``ticktock serve``) sends no units of its own: its late speech stays its last unit's."""
-        if self.speaking is None or not self.protocol.continues_speech(event, self.speaking):
+        that names its units in its decisions (``ticktock serve``) decides every unit itself: none is implied, and a
+        unit's text in several deltas stays that unit's (else, behind real time, a second delta would decide the next
+        unit before the server's own decision for it)."""
+        if self.server_names_units or self.speaking is None or not self.protocol.continues_speech(event, self.speaking):
             return
         if self.next_unit >= self.units_sent:
             what = "speech past the audio sent (the server's own units)"
