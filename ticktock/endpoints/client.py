@@ -353,18 +353,16 @@ class LiveSession:
         """A reply that goes on speaking in the next unit without a decision for it (``continues_speech``: vLLM-Omni
         sends ``response.speak`` once per reply): that unit is decided speak when its speech arrives, stamped then.
         Speech beyond the units whose audio was sent (the server's own silence units: vLLM-Omni goes on speaking
-        without input) is counted in ``LiveRecord.not_decisions`` and, from a server that names no units in its
-        decisions (vLLM-Omni), marked ``ServersOwnUnit``: it is no unit's output (not the last unit's text). A server
-        that names its units in its decisions (``ticktock serve``) decides every unit itself: none is implied, and a
-        unit's text in several deltas stays that unit's (else, behind real time, a second delta would decide the next
-        unit before the server's own decision for it)."""
+        without input) is counted in ``LiveRecord.not_decisions`` and marked ``ServersOwnUnit``: it is no unit's
+        output (not the last unit's text). A server that names its units in its decisions (``ticktock serve``)
+        decides every unit itself: nothing here applies to it, and a unit's text in several deltas stays that unit's
+        (else, behind real time, a second delta would decide the next unit before the server's own decision for it)."""
         if self.server_names_units or self.speaking is None or not self.protocol.continues_speech(event, self.speaking):
             return
         if self.next_unit >= self.units_sent:
             what = "speech past the audio sent (the server's own units)"
             self.record.not_decisions[what] = self.record.not_decisions.get(what, 0) + 1
-            if not self.server_names_units:
-                self.record.events.append(Stamped(at_ms, ServersOwnUnit()))
+            self.record.events.append(Stamped(at_ms, ServersOwnUnit()))
             return
         implied = ResponseSpeak(getattr(event, "response_id", None), getattr(event, "item_id", None))
         self.record.events.append(Stamped(at_ms, implied))
